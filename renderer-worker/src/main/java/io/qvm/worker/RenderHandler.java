@@ -1,0 +1,22 @@
+package io.qvm.worker;
+
+import io.qvm.transport.Frame;
+import io.qvm.transport.Limits;
+import java.util.List;
+
+/**
+ * Turns one {@code RENDER} frame into its answer: a {@code RENDER_RESULT} frame or a typed
+ * {@code ERROR} frame with the same request id. Never throws for anything the document does; the
+ * only thing that escapes is {@link OutOfMemoryError} (the worker halts on it).
+ */
+public interface RenderHandler {
+
+    /** What READY advertises besides {@code echo}, e.g. {@code render-svg}, {@code render-pdf}. */
+    List<String> capabilities();
+
+    /** Renders tiny built-in documents once so the first real request does not pay for class loading. */
+    void warmUp();
+
+    /** Answers {@code request} under the session's {@code limits}. */
+    Frame handle(Frame request, Limits limits);
+}

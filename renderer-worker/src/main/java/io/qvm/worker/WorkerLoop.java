@@ -1,0 +1,218 @@
+package io.qvm.worker;
+
+import io.qvm.transport.ErrorCode;
+import io.qvm.transport.ErrorReply;
+import io.qvm.transport.Frame;
+import io.qvm.transport.FrameCodec;
+import io.qvm.transport.FrameCorruptException;
+import io.qvm.transport.FrameKind;
+import io.qvm.transport.FrameLimits;
+import io.qvm.transport.FrameReader;
+import io.qvm.transport.FrameTooLargeException;
+import io.qvm.transport.FrameTruncatedException;
+import io.qvm.transport.FrameWriter;
+import io.qvm.transport.Hello;
+import io.qvm.transport.Limits;
+import io.qvm.transport.Ready;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The worker's protocol loop over one pair of blocking streams (stdin/stdout in the guest).
+ *
+ * <pre>
+ *   start ──warm-up──► wait for HELLO ──READY──► serve ──GOODBYE / EOF──► exit 0
+ *                       (anything else is         │  ECHO   → ECHO_REPLY (same body)
+ *                        skipped and counted)     │  RENDER → RENDER_RESULT | ERROR
+ *                                                 │  HELLO  → READY again (new limits)
+ *                                                 └  other  → ERROR BAD_REQUEST
+ * </pre>
+ *
+ * <p>Requests are handled one at a time, in order; each gets exactly one answer with its request
+ * id. After READY the reader accepts bodies up to the HELLO's {@code maxRequestBytes} (a larger
+ * request is skipped unread and answered {@code TOO_LARGE}) and the writer refuses answers above
+ * {@code maxResponseBytes} (they are replaced by {@code TOO_LARGE}). A frame whose prefix checks
+ * out but whose header is unusable is answered {@code BAD_REQUEST}. The warm-up runs before HELLO
+ * is read, so a VM snapshot taken while the worker waits for HELLO holds a warm JVM.
+ *
+ * <p>A new HELLO after READY starts a new session on the same process (a virtio-serial port keeps
+ * no connection state, so a host that reconnects simply says HELLO again).
+ */
+public final class WorkerLoop {
+
+    /** What READY always advertises. */
+    public static final String CAPABILITY_ECHO = "echo";
+
+    /** Before HELLO: a HELLO has no body, so nothing larger than a header is ever read. */
+    private static final FrameLimits BEFORE_HELLO = new FrameLimits(FrameLimits.DEFAULT_HEADER_BYTES, 0);
+
+    private final InputStream in;
+    private final OutputStream out;
+    private final RenderHandler renderer;
+    private final Log log;
+    private final String version;
+
+    private FrameReader reader;
+    private FrameWriter writer;
+
+    /**
+     * @param in the request stream; buffered by the caller (frames are read in 28-byte prefixes)
+     * @param out the answer stream; only frames are ever written to it
+     */
+    public WorkerLoop(InputStream in, OutputStream out, RenderHandler renderer, Log log, String version) {
+        this.in = Objects.requireNonNull(in, "in");
+        this.out = Objects.requireNonNull(out, "out");
+        this.renderer = Objects.requireNonNull(renderer, "renderer");
+        this.log = Objects.requireNonNull(log, "log");
+        this.version = Objects.requireNonNull(version, "version");
+    }
+
+    /**
+     * Runs until GOODBYE or the end of the input.
+     *
+     * @return the process exit status: 0
+     * @throws IOException if the answer stream fails (the host is gone)
+     */
+    public int run() throws IOException {
+        long t0 = System.nanoTime();
+        renderer.warmUp();
+        log.info("warm in " + (System.nanoTime() - t0) / 1_000_000 + " ms, waiting for HELLO");
+        reader = new FrameReader(in, BEFORE_HELLO);
+        writer = new FrameWriter(out, BEFORE_HELLO);
+        Session session = awaitHello();
+        if (session == null) {
+            log.info("input ended before HELLO");
+            return 0;
+        }
+        return serve(session);
+    }
+
+    /** The limits of one HELLO/READY session. */
+    private record Session(Limits limits, FrameLimits requestLimits, FrameLimits responseLimits) {
+    }
+
+    private Session awaitHello() throws IOException {
+        long skippedFrames = 0;
+        while (true) {
+            Frame f;
+            try {
+                f = reader.read();
+            } catch (FrameTooLargeException | FrameCorruptException e) {
+                skippedFrames++;
+                continue;
+            } catch (FrameTruncatedException e) {
+                return null;
+            }
+            if (f == null) {
+                return null;
+            }
+            if (f.kind() != FrameKind.HELLO) {
+                skippedFrames++;
+                continue;
+            }
+            Session s = accept(f);
+            if (s != null) {
+                long bytes = reader.discardedBytes();
+                if (skippedFrames > 0 || bytes > 0) {
+                    log.info("skipped " + skippedFrames + " frames and " + bytes + " stray bytes before HELLO");
+                }
+                return s;
+            }
+        }
+    }
+
+    /** Answers a HELLO with READY and switches the reader and writer to its limits; null if refused. */
+    private Session accept(Frame helloFrame) throws IOException {
+        Hello hello;
+        Session s;
+        try {
+            hello = Hello.fromFrame(helloFrame);
+            if (hello.protocol() != FrameCodec.VERSION) {
+                refuseHello(helloFrame, "protocol " + hello.protocol() + " is not supported; this worker speaks "
+                        + FrameCodec.VERSION);
+                return null;
+            }
+            Limits l = hello.limits();
+            s = new Session(l, FrameLimits.ofBody(l.maxRequestBytes()), FrameLimits.ofBody(l.maxResponseBytes()));
+        } catch (IllegalArgumentException e) {
+            refuseHello(helloFrame, "malformed HELLO");
+            return null;
+        }
+        List<String> caps = new ArrayList<>();
+        caps.add(CAPABILITY_ECHO);
+        caps.addAll(renderer.capabilities());
+        writer = new FrameWriter(out, s.responseLimits());
+        writer.write(new Ready(hello.nonce(), version, caps).toFrame());
+        // The reader holds no bytes between frames, so a new one can take over the same stream.
+        reader = new FrameReader(in, s.requestLimits());
+        Limits l = s.limits();
+        log.info("READY version=" + version + " maxRequestBytes=" + l.maxRequestBytes() + " maxResponseBytes="
+                + l.maxResponseBytes() + " maxPixels=" + l.maxPixels() + " maxSide=" + l.maxSide() + " maxPages="
+                + l.maxPages() + " requestTimeoutMillis=" + l.requestTimeoutMillis());
+        return s;
+    }
+
+    private void refuseHello(Frame helloFrame, String why) throws IOException {
+        log.info("refused HELLO: " + why);
+        writer.write(new ErrorReply(helloFrame.requestId(), ErrorCode.BAD_REQUEST, why).toFrame());
+    }
+
+    private int serve(Session session) throws IOException {
+        long served = 0;
+        while (true) {
+            Frame f;
+            try {
+                f = reader.read();
+            } catch (FrameTooLargeException e) {
+                send(error(e.requestId(), ErrorCode.TOO_LARGE, e.kind() + " request of " + e.declaredBytes()
+                        + " bytes is above the limit of " + e.limitBytes() + " bytes"));
+                continue;
+            } catch (FrameCorruptException e) {
+                send(error(e.requestId(), ErrorCode.BAD_REQUEST, "unreadable frame header"));
+                continue;
+            } catch (FrameTruncatedException e) {
+                log.info("input ended inside a frame after " + served + " requests");
+                return 0;
+            }
+            if (f == null) {
+                log.info("input ended after " + served + " requests; exiting");
+                return 0;
+            }
+            served++;
+            switch (f.kind()) {
+                case ECHO -> send(Frame.of(FrameKind.ECHO_REPLY, f.requestId(), f.body()));
+                case RENDER -> send(renderer.handle(f, session.limits()));
+                case GOODBYE -> {
+                    send(Frame.of(FrameKind.GOODBYE, f.requestId(), (byte[]) null));
+                    log.info("GOODBYE after " + served + " requests; exiting");
+                    return 0;
+                }
+                case HELLO -> {
+                    Session next = accept(f);
+                    if (next != null) {
+                        session = next;
+                    }
+                }
+                default -> send(error(f.requestId(), ErrorCode.BAD_REQUEST, f.kind() + " is not a request"));
+            }
+        }
+    }
+
+    /** Writes an answer, or TOO_LARGE in its place if it is above the host's response limit. */
+    private void send(Frame answer) throws IOException {
+        try {
+            writer.write(answer);
+        } catch (FrameTooLargeException e) {
+            writer.write(error(answer.requestId(), ErrorCode.TOO_LARGE, "response of " + e.declaredBytes()
+                    + " bytes is above the limit of " + e.limitBytes() + " bytes"));
+        }
+    }
+
+    private static Frame error(long id, ErrorCode code, String message) {
+        return new ErrorReply(id, code, message).toFrame();
+    }
+}
