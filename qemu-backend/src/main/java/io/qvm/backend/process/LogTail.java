@@ -1,0 +1,78 @@
+package io.qvm.backend.process;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * The last bytes of a log file (QEMU's stderr, the guest console), made safe to put into an
+ * exception message: at most {@code maxBytes} are read, however big the file; invalid UTF-8
+ * becomes U+FFFD; control characters other than newline and tab (e.g. the escape sequences a
+ * hostile guest may print) are shown as {@code \xNN}; a cut-off first line is dropped.
+ *
+ * <pre>{@code
+ * String console = LogTail.tail(state.consoleLog(), 4096);
+ * }</pre>
+ */
+public final class LogTail {
+
+    private LogTail() {}
+
+    /**
+     * The sanitised tail of {@code file}; {@code "(no file)"} if it does not exist and
+     * {@code "(unreadable: ...)"} if reading fails — never throws for I/O, since it is used while
+     * reporting another failure.
+     */
+    public static String tail(Path file, int maxBytes) {
+        if (maxBytes <= 0) {
+            throw new IllegalArgumentException("maxBytes must be positive, got " + maxBytes);
+        }
+        if (file == null) {
+            return "(no file)";
+        }
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            long size = ch.size();
+            long start = Math.max(0, size - maxBytes);
+            ByteBuffer buf = ByteBuffer.allocate((int) (size - start));
+            while (buf.hasRemaining() && ch.read(buf, start + buf.position()) > 0) {
+                // read until full or end of file (the file may shrink meanwhile)
+            }
+            buf.flip();
+            String text = StandardCharsets.UTF_8.newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPLACE)
+                    .onUnmappableCharacter(CodingErrorAction.REPLACE)
+                    .decode(buf)
+                    .toString();
+            if (start > 0) {
+                int nl = text.indexOf('\n');
+                text = "[... " + start + " earlier bytes omitted]\n" + (nl >= 0 ? text.substring(nl + 1) : text);
+            }
+            return sanitise(text);
+        } catch (NoSuchFileException e) {
+            return "(no file " + file + ")";
+        } catch (IOException e) {
+            return "(unreadable " + file + ": " + e + ")";
+        }
+    }
+
+    static String sanitise(String text) {
+        StringBuilder out = new StringBuilder(text.length());
+        text.codePoints().forEach(cp -> {
+            if (cp == '\n' || cp == '\t') {
+                out.append((char) cp);
+            } else if (cp == '\r') {
+                // drop: CRLF consoles
+            } else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+                out.append(String.format("\\x%02x", cp));
+            } else {
+                out.appendCodePoint(cp);
+            }
+        });
+        return out.toString();
+    }
+}

@@ -1,0 +1,78 @@
+package io.qvm.backend.process;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Reads who a pid is: its command line and start instant. Used to decide whether a pid is still
+ * the process we recorded, or a stranger that got the same number.
+ */
+final class ProcessIdentity {
+
+    /** Start instants computed by two JVMs may differ by rounding; a pid is not reused that fast. */
+    static final Duration START_TOLERANCE = Duration.ofSeconds(1);
+    private static final int MAX_CMDLINE_BYTES = 256 * 1024;
+
+    private ProcessIdentity() {}
+
+    /**
+     * The full argv (argv[0] first) of {@code h}: from {@code /proc/<pid>/cmdline} on Linux, else
+     * from {@link ProcessHandle.Info}. Empty if the OS will not tell us (e.g. another user's process).
+     */
+    static Optional<List<String>> commandLine(ProcessHandle h) {
+        Path proc = Path.of("/proc", Long.toString(h.pid()), "cmdline");
+        if (Files.isDirectory(Path.of("/proc/self"))) {
+            try (InputStream in = Files.newInputStream(proc)) {
+                byte[] bytes = in.readNBytes(MAX_CMDLINE_BYTES);
+                List<String> argv = new ArrayList<>();
+                int start = 0;
+                for (int i = 0; i < bytes.length; i++) {
+                    if (bytes[i] == 0) {
+                        argv.add(new String(bytes, start, i - start, StandardCharsets.UTF_8));
+                        start = i + 1;
+                    }
+                }
+                if (start < bytes.length) {
+                    argv.add(new String(bytes, start, bytes.length - start, StandardCharsets.UTF_8));
+                }
+                return argv.isEmpty() ? Optional.empty() : Optional.of(argv); // empty: zombie or kernel thread
+            } catch (IOException e) {
+                return Optional.empty();
+            }
+        }
+        ProcessHandle.Info info = h.info();
+        if (info.command().isEmpty()) {
+            return Optional.empty();
+        }
+        List<String> argv = new ArrayList<>();
+        argv.add(info.command().get());
+        info.arguments().ifPresent(a -> argv.addAll(List.of(a)));
+        return Optional.of(argv);
+    }
+
+    /**
+     * False only if both instants are known and differ by more than {@link #START_TOLERANCE}
+     * (unknown counts as a match: callers must treat "match" as the cautious answer).
+     */
+    static boolean startMatches(ProcessHandle h, Instant recorded) {
+        if (recorded == null) {
+            return true;
+        }
+        Optional<Instant> actual = h.info().startInstant();
+        return actual.isEmpty() || Duration.between(recorded, actual.get()).abs().compareTo(START_TOLERANCE) <= 0;
+    }
+
+    /** The last path element of a command, e.g. {@code qemu-system-x86_64}. */
+    static String baseName(String command) {
+        int slash = Math.max(command.lastIndexOf('/'), command.lastIndexOf('\\'));
+        return command.substring(slash + 1);
+    }
+}

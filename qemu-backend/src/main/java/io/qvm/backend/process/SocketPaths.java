@@ -1,0 +1,132 @@
+package io.qvm.backend.process;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Where a sandbox's AF_UNIX sockets live. {@code sun_path} holds 108 bytes on Linux and 104 on
+ * macOS and the BSDs (including the terminating NUL), and state directories under a home
+ * directory easily exceed that, so sockets go into a short runtime directory instead:
+ *
+ * <pre>
+ * $QVM_RUNTIME_DIR/&lt;id&gt;/            if set
+ * $XDG_RUNTIME_DIR/qvm/&lt;id&gt;/        Linux desktops and systemd sessions (/run/user/&lt;uid&gt;, mode 0700)
+ * %TEMP%\qvm\&lt;id&gt;\                  Windows
+ * /tmp/qvm-&lt;uid&gt;/&lt;id&gt;/            otherwise (created 0700, must be ours and not a symlink)
+ *     qmp.sock      QMP
+ *     worker.sock   the worker's virtio-serial chardev
+ * </pre>
+ *
+ * Every path is checked to be at most {@link #MAX_SOCKET_PATH_BYTES} bytes (UTF-8), which fits
+ * every OS qvm supports.
+ *
+ * @param dir the sandbox's runtime directory
+ * @param qmp the QMP socket
+ * @param worker the worker transport socket
+ */
+public record SocketPaths(Path dir, Path qmp, Path worker) {
+
+    /** 104 bytes of macOS's {@code sun_path} minus the NUL. */
+    public static final int MAX_SOCKET_PATH_BYTES = 103;
+
+    public SocketPaths {
+        Objects.requireNonNull(dir, "dir");
+        checkLength(qmp);
+        checkLength(worker);
+    }
+
+    /** The socket paths of sandbox {@code id} under the {@link #defaultRuntimeRoot()}. */
+    public static SocketPaths forSandbox(String id) {
+        return forSandbox(defaultRuntimeRoot(), id);
+    }
+
+    /**
+     * The socket paths of sandbox {@code id} under {@code runtimeRoot}.
+     *
+     * @throws IllegalArgumentException if a path would be too long, saying which and what to do
+     */
+    public static SocketPaths forSandbox(Path runtimeRoot, String id) {
+        StateDirectory.checkSandboxId(id);
+        Path dir = runtimeRoot.toAbsolutePath().normalize().resolve(id);
+        return new SocketPaths(dir, dir.resolve("qmp.sock"), dir.resolve("worker.sock"));
+    }
+
+    /** Fails if {@code socket} is too long to bind or connect on some supported OS. */
+    public static void checkLength(Path socket) {
+        int bytes = socket.toAbsolutePath().toString().getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > MAX_SOCKET_PATH_BYTES) {
+            throw new IllegalArgumentException("socket path " + socket + " is " + bytes
+                    + " bytes; AF_UNIX allows at most " + MAX_SOCKET_PATH_BYTES + " on every OS qvm supports. "
+                    + "Set QVM_RUNTIME_DIR (or XDG_RUNTIME_DIR) to a shorter directory, e.g. /tmp/qvm");
+        }
+    }
+
+    /**
+     * Creates {@link #dir()} (and the runtime root if missing) with mode 0700 where POSIX
+     * permissions exist, and checks that an existing root is a real directory owned by us.
+     */
+    public SocketPaths createDirectories() throws IOException {
+        Path root = dir.getParent();
+        createPrivateDirectory(root);
+        createPrivateDirectory(dir);
+        return this;
+    }
+
+    /** Deletes the runtime directory and the sockets in it (nothing else is expected there). */
+    public void deleteDirectory() throws IOException {
+        StateDirectory.deleteTree(dir);
+    }
+
+    /** The runtime root, from the environment; see the class comment. */
+    public static Path defaultRuntimeRoot() {
+        return defaultRuntimeRoot(System.getenv(), System.getProperty("os.name", ""));
+    }
+
+    static Path defaultRuntimeRoot(Map<String, String> env, String osName) {
+        String qvm = env.get("QVM_RUNTIME_DIR");
+        if (qvm != null && !qvm.isBlank()) {
+            return Path.of(qvm);
+        }
+        String xdg = env.get("XDG_RUNTIME_DIR");
+        if (xdg != null && !xdg.isBlank() && Path.of(xdg).isAbsolute()) {
+            return Path.of(xdg, "qvm");
+        }
+        if (osName.startsWith("Windows")) {
+            String temp = env.getOrDefault("TEMP", System.getProperty("java.io.tmpdir"));
+            return Path.of(temp, "qvm");
+        }
+        return Path.of("/tmp", "qvm-" + Posix.currentUid());
+    }
+
+    static void createPrivateDirectory(Path dir) throws IOException {
+        if (!Posix.supported(dir)) {
+            Files.createDirectories(dir);
+            return;
+        }
+        if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
+            Files.createDirectories(dir.getParent());
+            try {
+                Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+            } catch (java.nio.file.FileAlreadyExistsException raced) {
+                // someone created it meanwhile: verified below
+            }
+        }
+        if (Files.isSymbolicLink(dir) || !Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
+            throw new FileSystemException(dir.toString(), null,
+                    "expected a private directory but found a symlink or a file; remove it or set QVM_RUNTIME_DIR");
+        }
+        int owner = (Integer) Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+        if (owner != Posix.currentUid()) {
+            throw new FileSystemException(dir.toString(), null, "is owned by uid " + owner + ", not by us (uid "
+                    + Posix.currentUid() + "); another user may be squatting it — set QVM_RUNTIME_DIR");
+        }
+        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
+    }
+}

@@ -1,0 +1,211 @@
+package io.qvm.backend.process;
+
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Cleans up after owners that died without stopping their QEMU (JVM killed, host crash...).
+ * Run it when a backend starts.
+ *
+ * <p>For each {@code sandboxes/<id>/} in the {@link StateDirectory}:
+ * <ol>
+ *   <li>Read owner.json; if unreadable, or written on another host, leave it.
+ *   <li>Is the owner alive? Its pid must be alive <em>and</em> have the recorded start instant
+ *       (otherwise the pid was reused and the owner is gone). If alive, leave it.
+ *   <li>Find the QEMU pid (owner.json, else QEMU's pidfile). It is "that QEMU" only if the pid is
+ *       alive, its argv[0] matches the recorded binary, its arguments mention this sandbox (id
+ *       or pidfile path), and its start instant matches when recorded. A pid that fails any of
+ *       these is never signalled.
+ *   <li>If it is that QEMU: SIGTERM, wait, SIGKILL, wait. Then delete the state directory and the
+ *       socket directory.
+ * </ol>
+ *
+ * <pre>{@code
+ * ReapReport report = new StaleSandboxReaper(StateDirectory.defaultLocation()).reap();
+ * report.entries().forEach(e -> log(e.sandboxId() + ": " + e.outcome() + " — " + e.reason()));
+ * }</pre>
+ */
+public final class StaleSandboxReaper {
+
+    private static final System.Logger LOG = System.getLogger(StaleSandboxReaper.class.getName());
+
+    private final StateDirectory states;
+    private final Duration termWait;
+    private final Duration killWait;
+
+    /** A reaper waiting 10 s after SIGTERM and 10 s after SIGKILL. */
+    public StaleSandboxReaper(StateDirectory states) {
+        this(states, StopLadder.DEFAULT_TERM_WAIT, StopLadder.DEFAULT_KILL_WAIT);
+    }
+
+    public StaleSandboxReaper(StateDirectory states, Duration termWait, Duration killWait) {
+        this.states = Objects.requireNonNull(states, "states");
+        this.termWait = positive("termWait", termWait);
+        this.killWait = positive("killWait", killWait);
+    }
+
+    /** Looks at every sandbox directory once; never throws for one bad sandbox. */
+    public ReapReport reap() throws IOException {
+        List<ReapReport.Entry> entries = new ArrayList<>();
+        for (SandboxState s : states.list()) {
+            ReapReport.Entry e;
+            try {
+                e = reapOne(s);
+            } catch (IOException | RuntimeException ex) {
+                e = new ReapReport.Entry(s.id(), ReapReport.Outcome.FAILED, "unexpected error: " + ex);
+            }
+            LOG.log(e.outcome().removed() || e.outcome() == ReapReport.Outcome.FAILED ? Level.INFO : Level.DEBUG,
+                    "sandbox {0}: {1} ({2})", e.sandboxId(), e.outcome(), e.reason());
+            entries.add(e);
+        }
+        return new ReapReport(entries);
+    }
+
+    private ReapReport.Entry reapOne(SandboxState s) throws IOException {
+        OwnerRecord owner;
+        try {
+            owner = s.owner();
+        } catch (IOException e) {
+            return entry(s, ReapReport.Outcome.SKIPPED_UNREADABLE, "cannot read " + s.ownerFile() + ": " + e.getMessage());
+        }
+        if (!owner.sandboxId().equals(s.id())) {
+            return entry(s, ReapReport.Outcome.SKIPPED_UNREADABLE,
+                    "owner.json names sandbox " + owner.sandboxId() + ", not " + s.id());
+        }
+        if (!owner.hostName().equals(HostName.get())) {
+            return entry(s, ReapReport.Outcome.SKIPPED_OTHER_HOST,
+                    "recorded on host " + owner.hostName() + ", this is " + HostName.get());
+        }
+        Optional<String> ownerAlive = ownerAlive(owner);
+        if (ownerAlive.isPresent()) {
+            return entry(s, ReapReport.Outcome.SKIPPED_OWNER_ALIVE, ownerAlive.get());
+        }
+        String ownerGone = "owner pid " + owner.ownerPid() + " is gone";
+
+        OptionalLong qemuPid = owner.qemuPid() != null ? OptionalLong.of(owner.qemuPid()) : s.pidFromPidFile();
+        Optional<ProcessHandle> qemu = qemuPid.isPresent() ? ProcessHandle.of(qemuPid.getAsLong()) : Optional.empty();
+        if (qemu.isEmpty() || !qemu.get().isAlive()) {
+            return remove(s, owner, ReapReport.Outcome.REMOVED, ownerGone + "; "
+                    + (qemuPid.isPresent() ? "QEMU pid " + qemuPid.getAsLong() + " is not running" : "no QEMU pid recorded"));
+        }
+        ProcessHandle h = qemu.get();
+        Optional<List<String>> argv = ProcessIdentity.commandLine(h);
+        if (argv.isEmpty()) {
+            return entry(s, ReapReport.Outcome.SKIPPED_UNVERIFIABLE, ownerGone + "; QEMU pid " + h.pid()
+                    + " is alive but its command line is unreadable; not killing it");
+        }
+        Optional<String> mismatch = notThatQemu(s, owner, h, argv.get());
+        if (mismatch.isPresent()) {
+            return remove(s, owner, ReapReport.Outcome.REMOVED, ownerGone + "; pid " + h.pid()
+                    + " is alive but is not this sandbox's QEMU (" + mismatch.get() + "); left it alone");
+        }
+        String killed = kill(h);
+        if (h.isAlive()) {
+            return entry(s, ReapReport.Outcome.FAILED, ownerGone + "; QEMU pid " + h.pid() + " survived " + killed);
+        }
+        return remove(s, owner, ReapReport.Outcome.KILLED_AND_REMOVED, ownerGone + "; killed QEMU pid " + h.pid()
+                + " with " + killed);
+    }
+
+    /** Why the owner counts as alive, or empty if it is gone. */
+    private static Optional<String> ownerAlive(OwnerRecord owner) {
+        Optional<ProcessHandle> h = ProcessHandle.of(owner.ownerPid());
+        if (h.isEmpty() || !h.get().isAlive()) {
+            return Optional.empty();
+        }
+        if (!ProcessIdentity.startMatches(h.get(), owner.ownerStartedAt())) {
+            return Optional.empty(); // the pid was reused by a younger process
+        }
+        return Optional.of("owner pid " + owner.ownerPid() + " is alive"
+                + (owner.ownerStartedAt() == null ? " (start instant not recorded)" : " with the recorded start instant"));
+    }
+
+    /** Why {@code h} is not this sandbox's QEMU, or empty if it is. */
+    private static Optional<String> notThatQemu(SandboxState s, OwnerRecord owner, ProcessHandle h, List<String> argv) {
+        String argv0 = argv.get(0);
+        String recorded = owner.qemuBinary();
+        if (!argv0.equals(recorded) && !ProcessIdentity.baseName(argv0).equals(ProcessIdentity.baseName(recorded))) {
+            return Optional.of("its command is " + argv0 + ", the recorded QEMU is " + recorded);
+        }
+        String pidFile = s.pidFile().toString();
+        boolean mentions = argv.subList(1, argv.size()).stream()
+                .anyMatch(a -> a.contains(pidFile) || a.contains(s.id()));
+        if (!mentions) {
+            return Optional.of("its arguments mention neither " + pidFile + " nor the id " + s.id());
+        }
+        if (!ProcessIdentity.startMatches(h, owner.qemuStartedAt())) {
+            return Optional.of("it started at " + h.info().startInstant().orElse(null) + ", the recorded QEMU at "
+                    + owner.qemuStartedAt());
+        }
+        return Optional.empty();
+    }
+
+    /** SIGTERM, wait, SIGKILL, wait; says which signals were needed. */
+    private String kill(ProcessHandle h) {
+        h.destroy(); // the JDK re-checks the start time before signalling, so a reused pid is safe here too
+        if (waitForExit(h, termWait)) {
+            return "SIGTERM";
+        }
+        h.destroyForcibly();
+        waitForExit(h, killWait);
+        return "SIGTERM then SIGKILL";
+    }
+
+    private static boolean waitForExit(ProcessHandle h, Duration wait) {
+        try {
+            h.onExit().get(wait.toNanos(), TimeUnit.NANOSECONDS);
+            return true;
+        } catch (TimeoutException | ExecutionException e) {
+            return !h.isAlive();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return !h.isAlive();
+        }
+    }
+
+    private ReapReport.Entry remove(SandboxState s, OwnerRecord owner, ReapReport.Outcome outcome, String reason) {
+        try {
+            deleteRuntimeDir(s, owner);
+            s.delete();
+        } catch (IOException e) {
+            return entry(s, ReapReport.Outcome.FAILED, reason + "; but deleting its state failed: " + e);
+        }
+        return entry(s, outcome, reason);
+    }
+
+    /** Deletes the recorded socket directory, but only if it looks like this sandbox's. */
+    private static void deleteRuntimeDir(SandboxState s, OwnerRecord owner) throws IOException {
+        if (owner.runtimeDir() == null) {
+            return;
+        }
+        Path dir = Path.of(owner.runtimeDir());
+        if (!dir.isAbsolute() || dir.getFileName() == null || !dir.getFileName().toString().equals(s.id())
+                || Files.isSymbolicLink(dir)) {
+            LOG.log(Level.WARNING, "not deleting runtime dir {0} of sandbox {1}: it is not <root>/{1}", dir, s.id());
+            return;
+        }
+        StateDirectory.deleteTree(dir);
+    }
+
+    private static ReapReport.Entry entry(SandboxState s, ReapReport.Outcome outcome, String reason) {
+        return new ReapReport.Entry(s.id(), outcome, reason);
+    }
+
+    private static Duration positive(String name, Duration d) {
+        if (d == null || d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException(name + " must be positive, got " + d);
+        }
+        return d;
+    }
+}

@@ -1,0 +1,179 @@
+package io.qvm.backend.process;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Pattern;
+
+/**
+ * qvm's per-user state: one directory per sandbox, so a later process can find and reap QEMUs
+ * whose owner died.
+ *
+ * <pre>
+ * $QVM_STATE (default ~/.local/state/qvm)/
+ *   sandboxes/
+ *     &lt;id&gt;/                 mode 0700
+ *       owner.json           see {@link OwnerRecord}; written atomically (temp file + rename)
+ *       qemu.pid             QEMU's -pidfile
+ *       qemu-stdout.log
+ *       qemu-stderr.log
+ *       console.log          the guest console (QEMU writes it)
+ * </pre>
+ *
+ * Sockets do not live here (paths would be too long): see {@link SocketPaths}.
+ *
+ * <pre>{@code
+ * StateDirectory states = StateDirectory.defaultLocation();
+ * new StaleSandboxReaper(states).reap();                 // on backend start
+ * String id = StateDirectory.newSandboxId();
+ * SocketPaths sockets = SocketPaths.forSandbox(id).createDirectories();
+ * SandboxState state = states.create(id, argv0, sockets);
+ * }</pre>
+ */
+public final class StateDirectory {
+
+    private static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_-]{0,39}");
+    private static final char[] ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567".toCharArray();
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final Path root;
+
+    private StateDirectory(Path root) {
+        this.root = root.toAbsolutePath().normalize();
+    }
+
+    /** The state directory at {@code root} (created lazily). */
+    public static StateDirectory at(Path root) {
+        return new StateDirectory(root);
+    }
+
+    /** {@code $QVM_STATE}, or {@code ~/.local/state/qvm}. */
+    public static StateDirectory defaultLocation() {
+        return at(defaultRoot(System.getenv(), System.getProperty("user.home")));
+    }
+
+    static Path defaultRoot(Map<String, String> env, String home) {
+        String s = env.get("QVM_STATE");
+        if (s != null && !s.isBlank()) {
+            return Path.of(s);
+        }
+        return Path.of(home, ".local", "state", "qvm");
+    }
+
+    /** A fresh random sandbox id: 12 characters of lowercase base32 (60 bits). */
+    public static String newSandboxId() {
+        char[] c = new char[12];
+        for (int i = 0; i < c.length; i++) {
+            c[i] = ID_ALPHABET[RANDOM.nextInt(ID_ALPHABET.length)];
+        }
+        return new String(c);
+    }
+
+    /** Fails unless {@code id} is 1–40 of {@code [A-Za-z0-9_-]}, starting with a letter or digit. */
+    public static String checkSandboxId(String id) {
+        if (id == null || !ID.matcher(id).matches()) {
+            throw new IllegalArgumentException("sandbox id must be 1-40 characters of [A-Za-z0-9_-] starting with a "
+                    + "letter or digit (it becomes a directory name), got " + (id == null ? null : "'" + id + "'"));
+        }
+        return id;
+    }
+
+    public Path root() {
+        return root;
+    }
+
+    public Path sandboxesDir() {
+        return root.resolve("sandboxes");
+    }
+
+    /**
+     * Creates {@code sandboxes/<id>/} and writes its owner.json for the current process.
+     *
+     * @param qemuBinary argv[0] of the QEMU command line
+     * @param sockets the sandbox's socket paths (their directory is recorded for the reaper), or null
+     * @throws java.nio.file.FileAlreadyExistsException if the sandbox already exists
+     */
+    public SandboxState create(String id, String qemuBinary, SocketPaths sockets) throws IOException {
+        checkSandboxId(id);
+        Files.createDirectories(root);
+        SocketPaths.createPrivateDirectory(sandboxesDir());
+        Path dir = sandboxesDir().resolve(id);
+        Files.createDirectory(dir);
+        SandboxState state = new SandboxState(id, dir);
+        state.write(OwnerRecord.forCurrentProcess(id, qemuBinary, sockets == null ? null : sockets.dir().toString()));
+        return state;
+    }
+
+    /** The sandbox {@code id}, if its directory exists. */
+    public Optional<SandboxState> find(String id) {
+        checkSandboxId(id);
+        Path dir = sandboxesDir().resolve(id);
+        return Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS) ? Optional.of(new SandboxState(id, dir)) : Optional.empty();
+    }
+
+    /** Every sandbox directory, sorted by id; entries that are not valid sandbox dirs are skipped. */
+    public List<SandboxState> list() throws IOException {
+        List<SandboxState> out = new ArrayList<>();
+        if (!Files.isDirectory(sandboxesDir())) {
+            return out;
+        }
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(sandboxesDir())) {
+            for (Path p : ds) {
+                String name = p.getFileName().toString();
+                if (ID.matcher(name).matches() && Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
+                    out.add(new SandboxState(name, p));
+                }
+            }
+        }
+        out.sort(Comparator.comparing(SandboxState::id));
+        return out;
+    }
+
+    @Override
+    public String toString() {
+        return "StateDirectory[" + root + "]";
+    }
+
+    /** Deletes {@code dir} recursively without following symlinks; a missing dir is fine. */
+    static void deleteTree(Path dir) throws IOException {
+        if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
+            return;
+        }
+        Files.walkFileTree(dir, new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                Files.deleteIfExists(file);
+                return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult visitFileFailed(Path file, IOException e) throws IOException {
+                if (e instanceof NoSuchFileException) {
+                    return FileVisitResult.CONTINUE;
+                }
+                throw e;
+            }
+
+            @Override
+            public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
+                if (e != null && !(e instanceof NoSuchFileException)) {
+                    throw e;
+                }
+                Files.deleteIfExists(d);
+                return FileVisitResult.CONTINUE;
+            }
+        });
+    }
+}
