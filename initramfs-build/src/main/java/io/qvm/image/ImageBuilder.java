@@ -1,0 +1,373 @@
+package io.qvm.image;
+
+import com.fasterxml.jackson.core.util.DefaultIndenter;
+import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.qvm.image.PackageLock.Entry;
+import io.qvm.image.PackageLock.Role;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Consumer;
+
+/**
+ * Builds one guest image: pinned packages → {@code <out>/<arch>/} with exactly {@code vmlinuz},
+ * {@code initramfs.cpio.gz}, {@code manifest.json} and {@code SHA256SUMS} (docs/CONTRACTS.md).
+ *
+ * <pre>
+ * ImageBuilder.Result r = ImageBuilder.builder()
+ *         .arch(Arch.X86_64)
+ *         .outDir(Path.of("out/image"))
+ *         .workerJar(Path.of("renderer-worker/target/renderer-worker.jar"))
+ *         .progress(line -&gt; System.err.println("[image] " + line))
+ *         .build()
+ *         .run();
+ * </pre>
+ *
+ * <p>The same lock, worker jar and JDK give a bit-identical {@code initramfs.cpio.gz}: every
+ * input is pinned by hash, archive entries are sorted with fixed metadata (see
+ * {@link CpioWriter}), and nothing time- or host-dependent is written (the mtime is
+ * {@code SOURCE_DATE_EPOCH}, default 0).
+ */
+public final class ImageBuilder {
+    public static final String VMLINUZ = "vmlinuz";
+    public static final String INITRAMFS = "initramfs.cpio.gz";
+    public static final String MANIFEST = "manifest.json";
+    public static final String SHA256SUMS = "SHA256SUMS";
+
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+
+    private final Arch arch;
+    private final Path outDir;
+    private final Path workerJar;
+    private final PackageLock lock;
+    private final PackageStore store;
+    private final List<String> jreModules;
+    private final WorkerLimits limits;
+    private final long mtime;
+    private final Consumer<String> progress;
+
+    /** What a build produced. */
+    public record Result(Arch arch, Path dir, String kernelVersion, Map<String, Long> sizes,
+            Map<String, String> sha256, long millis, ObjectNode manifest) {
+    }
+
+    private ImageBuilder(Builder b) {
+        this.arch = b.arch;
+        this.outDir = b.outDir;
+        this.workerJar = b.workerJar;
+        this.lock = b.lock != null ? b.lock : PackageLock.bundled();
+        this.progress = b.progress;
+        this.store = new PackageStore(b.cache, b.progress);
+        this.jreModules = b.jreModules;
+        this.limits = b.limits;
+        this.mtime = b.mtime;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Runs the build. */
+    public Result run() {
+        long start = System.nanoTime();
+        try {
+            return doRun(start);
+        } catch (IOException e) {
+            throw new ImageException("image build for " + arch + " failed: " + e, e);
+        }
+    }
+
+    private Result doRun(long start) throws IOException {
+        List<Entry> entries = lock.entries(arch);
+        progress.accept("building the " + arch + " image from " + entries.size()
+                + " pinned packages into " + outDir.resolve(arch.id()));
+        Map<Entry, Path> roots = new LinkedHashMap<>();
+        for (Entry e : entries) {
+            roots.put(e, store.extracted(arch, e));
+        }
+        Entry kernelPkg = lock.one(arch, Role.KERNEL);
+        Entry busyboxPkg = lock.one(arch, Role.BUSYBOX);
+        Entry runscPkg = lock.one(arch, Role.RUNSC);
+        Entry jdkPkg = lock.one(arch, Role.JDK);
+        Entry fontsPkg = lock.one(arch, Role.FONTS);
+        Path kernelRoot = roots.get(kernelPkg);
+        String kver = KernelModules.version(kernelRoot);
+
+        Files.createDirectories(store.cache().resolve("work"));
+        Path work = Files.createTempDirectory(store.cache().resolve("work"), arch.id() + "-");
+        try {
+            Path stage = work.resolve("initramfs");
+            Files.createDirectories(stage);
+            for (String d : new String[] {"bin", "proc", "sys", "dev", "run", "tmp", "usr/bin"}) {
+                Files.createDirectories(stage.resolve(d));
+            }
+
+            // bundle
+            progress.accept("linking the JRE (" + String.join(",", jreModules) + ") from "
+                    + jdkPkg.name() + " " + jdkPkg.version());
+            Path jmods = jdkPkg.name().startsWith("openjdk-17")
+                    ? roots.get(jdkPkg).resolve("usr/lib/jvm/java-17-openjdk-" + arch.debian() + "/jmods")
+                    : null;
+            List<Path> libRoots = new ArrayList<>();
+            lock.withRole(arch, Role.LIBRARY).forEach(e -> libRoots.add(roots.get(e)));
+            BundleBuilder.Result bundle = BundleBuilder.build(new BundleBuilder.Inputs(arch,
+                    Objects.requireNonNull(jmods), libRoots, roots.get(fontsPkg), workerJar,
+                    jreModules, limits), stage.resolve("bundle"));
+            progress.accept("bundle: JRE + " + bundle.libraries().size() + " libraries, "
+                    + PackageStore.mib(Trees.size(stage.resolve("bundle"))));
+
+            // busybox and its applets
+            Path busybox = find(roots.get(busyboxPkg), "busybox", busyboxPkg);
+            Files.copy(busybox, stage.resolve("bin/busybox"));
+            for (String applet : InitScript.APPLETS) {
+                Files.createSymbolicLink(stage.resolve("bin").resolve(applet), Path.of("busybox"));
+            }
+            // runsc
+            Path runsc = find(roots.get(runscPkg), "runsc", runscPkg);
+            checkStaticElf(runsc, runscPkg);
+            checkStaticElf(busybox, busyboxPkg);
+            Files.copy(runsc, stage.resolve("usr/bin/runsc"));
+            // kernel modules
+            List<KernelModules.Module> modules =
+                    KernelModules.resolve(kernelRoot, kver, KernelModules.WANTED);
+            Path modBase = kernelRoot.resolve("lib/modules").resolve(kver);
+            for (KernelModules.Module m : modules) {
+                Path dst = stage.resolve("lib/modules").resolve(kver).resolve(m.path());
+                Files.createDirectories(dst.getParent());
+                Files.copy(modBase.resolve(m.path()), dst);
+            }
+            progress.accept("kernel " + kver + ", modules in load order: "
+                    + modules.stream().map(KernelModules.Module::name).toList());
+            // init
+            Path init = stage.resolve("init");
+            Files.writeString(init, InitScript.render(kver, modules, runscPkg.version()),
+                    StandardCharsets.UTF_8);
+            init.toFile().setExecutable(true, false);
+
+            // outputs
+            Path building = outDir.resolve("." + arch.id() + ".building");
+            Trees.delete(building);
+            Files.createDirectories(building);
+            progress.accept("writing " + INITRAMFS + " (" + PackageStore.mib(Trees.size(stage))
+                    + " uncompressed)");
+            InitramfsArchive.write(stage, building.resolve(INITRAMFS), mtime);
+            Path vmlinuz = kernelRoot.resolve("boot/vmlinuz-" + kver);
+            if (!Files.isRegularFile(vmlinuz)) {
+                throw new ImageException("the kernel package " + kernelPkg.label() + " has no boot/vmlinuz-"
+                        + kver);
+            }
+            Files.copy(vmlinuz, building.resolve(VMLINUZ));
+
+            ObjectNode manifest = manifest(kver, modules, bundle, entries, runscPkg, building);
+            String manifestText = MAPPER.writer(printer()).writeValueAsString(manifest) + "\n";
+            Files.writeString(building.resolve(MANIFEST), manifestText);
+            Map<String, String> sums = new LinkedHashMap<>();
+            Map<String, Long> sizes = new LinkedHashMap<>();
+            StringBuilder sb = new StringBuilder();
+            for (String f : new String[] {INITRAMFS, MANIFEST, VMLINUZ}) {
+                String h = Sha256.of(building.resolve(f));
+                sums.put(f, h);
+                sizes.put(f, Files.size(building.resolve(f)));
+                sb.append(h).append("  ").append(f).append('\n');
+            }
+            Files.writeString(building.resolve(SHA256SUMS), sb.toString());
+
+            Path finalDir = outDir.resolve(arch.id());
+            Trees.delete(finalDir);
+            Files.move(building, finalDir, StandardCopyOption.ATOMIC_MOVE);
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            progress.accept("done in " + ms / 1000.0 + " s: " + INITRAMFS + " "
+                    + PackageStore.mib(sizes.get(INITRAMFS)) + " sha256 " + sums.get(INITRAMFS));
+            return new Result(arch, finalDir, kver, sizes, sums, ms, manifest);
+        } finally {
+            Trees.deleteQuietly(work);
+        }
+    }
+
+    private ObjectNode manifest(String kver, List<KernelModules.Module> modules,
+            BundleBuilder.Result bundle, List<Entry> entries, Entry runscPkg, Path dir) {
+        ObjectNode m = MAPPER.createObjectNode();
+        m.put("format", 1);
+        m.put("arch", arch.id());
+        m.put("debian_arch", arch.debian());
+        m.put("console", arch.console());
+        ObjectNode k = m.putObject("kernel");
+        k.put("version", kver);
+        k.put("package", lock.one(arch, Role.KERNEL).name());
+        ArrayNode mods = k.putArray("modules");
+        modules.forEach(x -> mods.add(x.name()));
+        ObjectNode r = m.putObject("runsc");
+        r.put("version", runscPkg.version());
+        r.put("suite", runscPkg.suite());
+        ArrayNode platforms = r.putArray("platforms");
+        platforms.add("systrap");
+        platforms.add("ptrace");
+        r.put("default_platform", "systrap");
+        ObjectNode jre = m.putObject("jre");
+        ArrayNode jm = jre.putArray("modules");
+        jreModules.stream().sorted().forEach(jm::add);
+        jre.put("jlink_runtime", Runtime.version().toString());
+        ArrayNode jargs = jre.putArray("jlink_args");
+        bundle.jlinkArgs().stream().map(a -> a.startsWith("/") ? Path.of(a).getFileName().toString() : a)
+                .forEach(jargs::add);
+        ArrayNode libs = jre.putArray("libraries");
+        bundle.libraries().keySet().forEach(libs::add);
+        ObjectNode w = m.putObject("worker_jar");
+        w.put("path", OciConfig.WORKER_JAR);
+        w.put("sha256", Sha256.of(workerJar));
+        try {
+            w.put("size", Files.size(workerJar));
+        } catch (IOException e) {
+            throw new ImageException("cannot stat " + workerJar + ": " + e, e);
+        }
+        ObjectNode lim = m.putObject("fixed_limits");
+        lim.put("rlimit_nofile", limits.nofile());
+        lim.put("rlimit_nproc", limits.nproc());
+        m.put("source_date_epoch", mtime);
+        ArrayNode inputs = m.putArray("inputs");
+        for (Entry e : entries) {
+            ObjectNode o = inputs.addObject();
+            o.put("name", e.name());
+            o.put("role", e.role().id());
+            o.put("suite", e.suite());
+            o.put("version", e.version());
+            o.put("architecture", e.architecture());
+            o.put("sha256", e.sha256());
+        }
+        ArrayNode outputs = m.putArray("outputs");
+        for (String f : new String[] {INITRAMFS, VMLINUZ}) {
+            Path p = dir.resolve(f);
+            ObjectNode o = outputs.addObject();
+            o.put("name", f);
+            o.put("sha256", Sha256.of(p));
+            try {
+                o.put("size", Files.size(p));
+            } catch (IOException e) {
+                throw new ImageException("cannot stat " + p + ": " + e, e);
+            }
+        }
+        return m;
+    }
+
+    static DefaultPrettyPrinter printer() {
+        return new DefaultPrettyPrinter()
+                .withObjectIndenter(new DefaultIndenter("  ", "\n"))
+                .withArrayIndenter(new DefaultIndenter("  ", "\n"));
+    }
+
+    private static Path find(Path root, String name, Entry pkg) {
+        for (String d : new String[] {"bin", "usr/bin", "sbin", "usr/sbin"}) {
+            Path p = root.resolve(d).resolve(name);
+            if (Files.isRegularFile(p)) {
+                return p;
+            }
+        }
+        throw new ImageException("package " + pkg.label() + " has no " + name + " in bin, usr/bin, "
+                + "sbin or usr/sbin");
+    }
+
+    private void checkStaticElf(Path file, Entry pkg) throws IOException {
+        ElfFile elf = ElfFile.read(file);
+        if (elf.machine() != arch.elfMachine()) {
+            throw new ImageException(file.getFileName() + " from " + pkg.label() + " is for ELF machine "
+                    + elf.machine() + ", not " + arch);
+        }
+        if (elf.interpreter().isPresent() || !elf.needed().isEmpty()) {
+            throw new ImageException(file.getFileName() + " from " + pkg.label() + " is not static "
+                    + "(interpreter " + elf.interpreter().orElse("-") + ", needs " + elf.needed() + ")");
+        }
+    }
+
+    /** Builder; defaults in one place. */
+    public static final class Builder {
+        private Arch arch = Arch.X86_64;
+        private Path outDir = ImageInfo.defaultOutDir();
+        private Path workerJar = ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
+        private PackageLock lock;
+        private Path cache = PackageStore.defaultCache();
+        private List<String> jreModules = JreLinker.DEFAULT_MODULES;
+        private WorkerLimits limits = WorkerLimits.DEFAULTS;
+        private long mtime = sourceDateEpoch();
+        private Consumer<String> progress = line -> { };
+
+        private Builder() {
+        }
+
+        public Builder arch(Arch v) {
+            this.arch = Objects.requireNonNull(v);
+            return this;
+        }
+
+        public Builder outDir(Path v) {
+            this.outDir = Objects.requireNonNull(v);
+            return this;
+        }
+
+        public Builder workerJar(Path v) {
+            this.workerJar = Objects.requireNonNull(v);
+            return this;
+        }
+
+        public Builder lock(PackageLock v) {
+            this.lock = v;
+            return this;
+        }
+
+        public Builder cache(Path v) {
+            this.cache = Objects.requireNonNull(v);
+            return this;
+        }
+
+        public Builder jreModules(List<String> v) {
+            if (v.isEmpty() || !v.contains("java.base")) {
+                throw new IllegalArgumentException("JRE modules must include java.base: " + v);
+            }
+            this.jreModules = List.copyOf(v);
+            return this;
+        }
+
+        public Builder limits(WorkerLimits v) {
+            this.limits = Objects.requireNonNull(v);
+            return this;
+        }
+
+        public Builder mtime(long v) {
+            if (v < 0 || v > 0xffffffffL) {
+                throw new IllegalArgumentException("mtime out of range: " + v);
+            }
+            this.mtime = v;
+            return this;
+        }
+
+        public Builder progress(Consumer<String> v) {
+            this.progress = Objects.requireNonNull(v);
+            return this;
+        }
+
+        public ImageBuilder build() {
+            return new ImageBuilder(this);
+        }
+
+        private static long sourceDateEpoch() {
+            String s = System.getenv("SOURCE_DATE_EPOCH");
+            if (s == null || s.isBlank()) {
+                return 0;
+            }
+            try {
+                return Long.parseLong(s.trim());
+            } catch (NumberFormatException e) {
+                throw new ImageException("SOURCE_DATE_EPOCH='" + s + "' is not a number of seconds");
+            }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+package io.qvm.image;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.spi.ToolProvider;
+
+/**
+ * Links the guest JRE with the running JDK's {@code jlink} against the <em>target
+ * architecture's</em> jmods (taken from the pinned {@code openjdk-17-jdk-headless} package), so
+ * one host builds the JRE for every architecture.
+ *
+ * <p>jlink requires the jmods' feature release to equal its own, so the build must run on a
+ * JDK 17 (the pinned jmods are 17.0.x).
+ */
+public final class JreLinker {
+    /**
+     * What the worker needs: Batik (java.desktop, java.xml, jdk.xml.dom), PDFBox
+     * (java.desktop), logging (java.logging), and sun.misc.Unsafe users (jdk.unsupported).
+     * java.desktop pulls in java.datatransfer and java.prefs.
+     */
+    public static final List<String> DEFAULT_MODULES = List.of(
+            "java.base", "java.desktop", "java.logging", "java.xml", "jdk.unsupported",
+            "jdk.xml.dom");
+
+    /**
+     * Native libraries of java.desktop that a headless JVM never loads and that would need X11
+     * or ALSA in the guest.
+     */
+    public static final List<String> EXCLUDED_FILES = List.of(
+            "**/libawt_xawt.so", "**/libjawt.so", "**/libsplashscreen.so", "**/libjsound.so");
+
+    private JreLinker() {
+    }
+
+    /** Runs jlink into {@code out} (which must not exist). Returns the arguments used. */
+    public static List<String> link(Path jmods, List<String> modules, Path out) {
+        if (!Files.isRegularFile(jmods.resolve("java.base.jmod"))) {
+            throw new ImageException("no java.base.jmod in " + jmods
+                    + ": the jmods directory must come from the target architecture's "
+                    + "openjdk-17-jdk-headless package");
+        }
+        int feature = Runtime.version().feature();
+        if (feature != 17) {
+            throw new ImageException("the image build must run on JDK 17 (jlink links jmods of its "
+                    + "own feature release only; the pinned jmods are 17), but this is JDK "
+                    + Runtime.version() + ": run it with a JDK 17 java");
+        }
+        ToolProvider jlink = ToolProvider.findFirst("jlink").orElseThrow(() -> new ImageException(
+                "this Java runtime has no jlink tool: run the image build with a full JDK 17"));
+        List<String> args = new ArrayList<>();
+        args.add("--module-path");
+        args.add(jmods.toString());
+        args.add("--add-modules");
+        args.add(String.join(",", modules.stream().sorted().toList()));
+        args.add("--exclude-files=" + String.join(",", EXCLUDED_FILES));
+        args.add("--strip-debug");
+        args.add("--no-header-files");
+        args.add("--no-man-pages");
+        args.add("--compress=2");
+        args.add("--output");
+        args.add(out.toString());
+        ByteArrayOutputStream bout = new ByteArrayOutputStream();
+        PrintStream ps = new PrintStream(bout, true, StandardCharsets.UTF_8);
+        int rc = jlink.run(ps, ps, args.toArray(String[]::new));
+        if (rc != 0) {
+            throw new ImageException("jlink failed (exit " + rc + "): jlink " + String.join(" ", args)
+                    + "\n" + bout.toString(StandardCharsets.UTF_8));
+        }
+        try {
+            // jlink writes no timestamps into lib/modules, but make sure nothing else varies.
+            Files.deleteIfExists(out.resolve("lib/jrt-fs.jar"));
+        } catch (IOException e) {
+            throw new ImageException("cannot tidy the linked JRE in " + out + ": " + e, e);
+        }
+        return args;
+    }
+}

@@ -1,0 +1,164 @@
+package io.qvm.image;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.util.DefaultIndenter;
+import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The OCI runtime spec (1.0) {@code config.json} runsc runs the worker with.
+ *
+ * <p>What it pins: no terminal; a read-only root; a size-capped, noexec tmpfs on {@code /tmp};
+ * user and group 65534 (nobody); every capability set empty; {@code noNewPrivileges}; RLIMIT_NOFILE
+ * and RLIMIT_NPROC; new pid, ipc, uts, mount and network namespaces (runsc also runs with
+ * {@code --network=none}, so the sandbox has a loopback device at most). The process is
+ * <pre>
+ *   /opt/qvm/jre/bin/java -Xmx&lt;N&gt;m -XX:ActiveProcessorCount=&lt;C&gt; -XX:+UseSerialGC ...
+ *       -jar /opt/qvm/renderer-worker.jar
+ * </pre>
+ *
+ * <p>The limits are only known at boot (kernel command line), so the image carries
+ * {@link #template()} — this same document with {@code @QVM_XMX_MIB@}, {@code @QVM_CPUS@} and
+ * {@code @QVM_TMP_MIB@} in place of the numbers — and the guest init substitutes them with
+ * {@code sed}. {@link #forLimits(WorkerLimits)} is what that substitution yields for given limits.
+ */
+public final class OciConfig {
+    /** Where the JRE lives inside the bundle's root filesystem. */
+    public static final String JAVA_HOME = "/opt/qvm/jre";
+    /** Where the worker jar lives inside the bundle's root filesystem. */
+    public static final String WORKER_JAR = "/opt/qvm/renderer-worker.jar";
+    public static final String MAIN_CLASS = "io.qvm.worker.Main";
+
+    public static final String XMX_PLACEHOLDER = "@QVM_XMX_MIB@";
+    public static final String CPUS_PLACEHOLDER = "@QVM_CPUS@";
+    public static final String TMP_PLACEHOLDER = "@QVM_TMP_MIB@";
+
+    /** The nobody user and group. */
+    public static final int UID = 65534;
+    public static final int GID = 65534;
+
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+
+    private OciConfig() {
+    }
+
+    /** config.json for these limits, exactly as the guest init produces it from the template. */
+    public static String forLimits(WorkerLimits limits) {
+        return render(limits, Integer.toString(limits.xmxMib()), Integer.toString(limits.cpus()),
+                Integer.toString(limits.tmpMib()));
+    }
+
+    /**
+     * config.json with placeholders for the boot-time limits (RLIMITs are fixed at build time,
+     * from {@code fixed}).
+     */
+    public static String template(WorkerLimits fixed) {
+        return render(fixed, XMX_PLACEHOLDER, CPUS_PLACEHOLDER, TMP_PLACEHOLDER);
+    }
+
+    /** The worker's command line, with the given (possibly placeholder) values. */
+    public static List<String> args(String xmxMib, String cpus) {
+        List<String> args = new ArrayList<>();
+        args.add(JAVA_HOME + "/bin/java");
+        args.add("-Xmx" + xmxMib + "m");
+        args.add("-XX:ActiveProcessorCount=" + cpus);
+        args.add("-XX:+UseSerialGC");
+        args.add("-XX:-UsePerfData");
+        args.add("-XX:+ExitOnOutOfMemoryError");
+        args.add("-Djava.awt.headless=true");
+        args.add("-Djava.io.tmpdir=/tmp");
+        args.add("-Dfile.encoding=UTF-8");
+        args.add("-jar");
+        args.add(WORKER_JAR);
+        return args;
+    }
+
+    private static String render(WorkerLimits fixed, String xmx, String cpus, String tmp) {
+        ObjectNode root = MAPPER.createObjectNode();
+        root.put("ociVersion", "1.0.2");
+
+        ObjectNode process = root.putObject("process");
+        process.put("terminal", false);
+        ObjectNode user = process.putObject("user");
+        user.put("uid", UID);
+        user.put("gid", GID);
+        user.putArray("additionalGids");
+        ArrayNode args = process.putArray("args");
+        args(xmx, cpus).forEach(args::add);
+        ArrayNode env = process.putArray("env");
+        env.add("PATH=" + JAVA_HOME + "/bin:/usr/bin:/bin");
+        env.add("JAVA_HOME=" + JAVA_HOME);
+        env.add("HOME=/tmp");
+        env.add("LANG=C.UTF-8");
+        env.add("TMPDIR=/tmp");
+        process.put("cwd", "/tmp");
+        ObjectNode caps = process.putObject("capabilities");
+        for (String set : new String[] {"bounding", "effective", "inheritable", "permitted", "ambient"}) {
+            caps.putArray(set);
+        }
+        ArrayNode rlimits = process.putArray("rlimits");
+        rlimit(rlimits, "RLIMIT_NOFILE", fixed.nofile());
+        rlimit(rlimits, "RLIMIT_NPROC", fixed.nproc());
+        process.put("noNewPrivileges", true);
+
+        ObjectNode rootfs = root.putObject("root");
+        rootfs.put("path", "rootfs");
+        rootfs.put("readonly", true);
+
+        root.put("hostname", "qvm-worker");
+
+        ArrayNode mounts = root.putArray("mounts");
+        mount(mounts, "/proc", "proc", "proc", "nosuid", "noexec", "nodev");
+        mount(mounts, "/dev", "tmpfs", "tmpfs", "nosuid", "strictatime", "mode=755", "size=1m");
+        mount(mounts, "/sys", "sysfs", "sysfs", "nosuid", "noexec", "nodev", "ro");
+        mount(mounts, "/tmp", "tmpfs", "tmpfs", "nosuid", "nodev", "noexec", "mode=1777",
+                "size=" + tmp + "m");
+
+        ObjectNode linux = root.putObject("linux");
+        ArrayNode ns = linux.putArray("namespaces");
+        for (String type : new String[] {"pid", "ipc", "uts", "mount", "network"}) {
+            ns.addObject().put("type", type);
+        }
+        ArrayNode masked = linux.putArray("maskedPaths");
+        for (String p : new String[] {"/proc/kcore", "/proc/keys", "/proc/timer_list",
+                "/proc/sched_debug", "/sys/firmware"}) {
+            masked.add(p);
+        }
+        ArrayNode ro = linux.putArray("readonlyPaths");
+        for (String p : new String[] {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+                "/proc/sysrq-trigger"}) {
+            ro.add(p);
+        }
+        try {
+            DefaultPrettyPrinter pp = new DefaultPrettyPrinter()
+                    .withObjectIndenter(new DefaultIndenter("  ", "\n"))
+                    .withArrayIndenter(new DefaultIndenter("  ", "\n"));
+            return MAPPER.writer(pp).writeValueAsString(root) + "\n";
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("cannot render config.json", e);
+        }
+    }
+
+    private static void rlimit(ArrayNode rlimits, String type, long value) {
+        ObjectNode r = rlimits.addObject();
+        r.put("type", type);
+        r.put("hard", value);
+        r.put("soft", value);
+    }
+
+    private static void mount(ArrayNode mounts, String dest, String type, String source,
+            String... options) {
+        ObjectNode m = mounts.addObject();
+        m.put("destination", dest);
+        m.put("type", type);
+        m.put("source", source);
+        ArrayNode o = m.putArray("options");
+        for (String opt : options) {
+            o.add(opt);
+        }
+    }
+}

@@ -1,0 +1,84 @@
+package io.qvm.image;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class OciConfigTest {
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+
+    @Test
+    void generatedConfigCarriesTheLimitsItWasGiven() throws Exception {
+        WorkerLimits limits = new WorkerLimits(384, 3, 48, 512, 128);
+        JsonNode c = MAPPER.readTree(OciConfig.forLimits(limits));
+
+        List<String> args = new ArrayList<>();
+        c.path("process").path("args").forEach(a -> args.add(a.asText()));
+        assertTrue(args.contains("-Xmx384m"), args.toString());
+        assertTrue(args.contains("-XX:ActiveProcessorCount=3"), args.toString());
+        assertTrue(args.contains("-XX:+UseSerialGC"), args.toString());
+        assertEquals(OciConfig.JAVA_HOME + "/bin/java", args.get(0));
+        assertEquals(List.of("-jar", OciConfig.WORKER_JAR), args.subList(args.size() - 2, args.size()));
+
+        JsonNode tmp = null;
+        for (JsonNode m : c.path("mounts")) {
+            if (m.path("destination").asText().equals("/tmp")) {
+                tmp = m;
+            }
+        }
+        assertTrue(tmp != null, "no /tmp mount");
+        assertEquals("tmpfs", tmp.path("type").asText());
+        List<String> opts = new ArrayList<>();
+        tmp.path("options").forEach(o -> opts.add(o.asText()));
+        assertTrue(opts.contains("size=48m"), opts.toString());
+
+        JsonNode rl = c.path("process").path("rlimits");
+        assertEquals("RLIMIT_NOFILE", rl.get(0).path("type").asText());
+        assertEquals(512, rl.get(0).path("hard").asInt());
+        assertEquals(512, rl.get(0).path("soft").asInt());
+        assertEquals("RLIMIT_NPROC", rl.get(1).path("type").asText());
+        assertEquals(128, rl.get(1).path("hard").asInt());
+    }
+
+    @Test
+    void configIsTight() throws Exception {
+        JsonNode c = MAPPER.readTree(OciConfig.forLimits(WorkerLimits.DEFAULTS));
+        assertEquals("1.0.2", c.path("ociVersion").asText());
+        assertFalse(c.path("process").path("terminal").asBoolean(true));
+        assertTrue(c.path("root").path("readonly").asBoolean());
+        assertEquals(65534, c.path("process").path("user").path("uid").asInt());
+        assertEquals(65534, c.path("process").path("user").path("gid").asInt());
+        assertTrue(c.path("process").path("noNewPrivileges").asBoolean());
+        JsonNode caps = c.path("process").path("capabilities");
+        for (String set : new String[] {"bounding", "effective", "inheritable", "permitted", "ambient"}) {
+            assertTrue(caps.path(set).isArray() && caps.path(set).isEmpty(), set + " not empty");
+        }
+        List<String> ns = new ArrayList<>();
+        c.path("linux").path("namespaces").forEach(n -> ns.add(n.path("type").asText()));
+        assertEquals(List.of("pid", "ipc", "uts", "mount", "network"), ns);
+    }
+
+    @Test
+    void initSubstitutionOfTheTemplateGivesTheGeneratedConfig() {
+        WorkerLimits limits = WorkerLimits.DEFAULTS.withXmxMib(700).withCpus(2).withTmpMib(100);
+        // What the init's sed does: plain textual replacement of each placeholder.
+        String filled = OciConfig.template(limits)
+                .replace(OciConfig.XMX_PLACEHOLDER, "700")
+                .replace(OciConfig.CPUS_PLACEHOLDER, "2")
+                .replace(OciConfig.TMP_PLACEHOLDER, "100");
+        assertEquals(OciConfig.forLimits(limits), filled);
+    }
+
+    @Test
+    void limitsAreValidated() {
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(
+                IllegalArgumentException.class, () -> WorkerLimits.DEFAULTS.withXmxMib(1));
+        assertTrue(e.getMessage().contains("xmxMib"), e.getMessage());
+    }
+}
