@@ -1,11 +1,15 @@
 package io.qvm.transport;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.zip.CRC32C;
 
 /**
@@ -39,7 +43,14 @@ public final class FrameCodec {
     public static final int VERSION = 1;
     public static final int PREFIX_BYTES = 28;
 
-    static final ObjectMapper JSON = new ObjectMapper();
+    /**
+     * Strict JSON: a header with trailing content ({@code {} {}}) or a duplicate key is refused
+     * rather than read one way here and another way by the peer.
+     */
+    static final ObjectMapper JSON = JsonMapper.builder()
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .build();
 
     private FrameCodec() {
     }
@@ -51,17 +62,19 @@ public final class FrameCodec {
         }
     }
 
-    /** Whether the four bytes at {@code offset} are the magic. */
+    /** Whether the four bytes at {@code offset} are the magic (whatever the buffer's byte order). */
     public static boolean isMagicAt(ByteBuffer buf, int offset) {
-        return buf.getInt(offset) == MAGIC;
+        return bigEndian(buf).getInt(offset) == MAGIC;
     }
 
     /**
      * Decodes the prefix at {@code offset} (absolute; the buffer's position is not moved), or
      * returns {@code null} when these 28 bytes are not a frame prefix (wrong magic or checksum):
-     * the caller then skips one byte and looks again.
+     * the caller then skips one byte and looks again. The buffer must hold at least
+     * {@link #PREFIX_BYTES} bytes from {@code offset} on; its byte order does not matter.
      */
-    public static Prefix decodePrefix(ByteBuffer buf, int offset) {
+    public static Prefix decodePrefix(ByteBuffer buffer, int offset) {
+        ByteBuffer buf = bigEndian(buffer);
         if (buf.getInt(offset) != MAGIC) {
             return null;
         }
@@ -80,6 +93,10 @@ public final class FrameCodec {
                 buf.getLong(offset + 8),
                 buf.getInt(offset + 16) & 0xFFFFFFFFL,
                 buf.getInt(offset + 20) & 0xFFFFFFFFL);
+    }
+
+    private static ByteBuffer bigEndian(ByteBuffer buf) {
+        return buf.order() == ByteOrder.BIG_ENDIAN ? buf : buf.duplicate().order(ByteOrder.BIG_ENDIAN);
     }
 
     /**

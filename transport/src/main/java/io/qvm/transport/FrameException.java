@@ -1,9 +1,7 @@
 package io.qvm.transport;
 
-import java.io.IOException;
-
 /** A frame that cannot be accepted. Subclasses say why; none of them means the stream is lost. */
-public abstract class FrameException extends IOException {
+public abstract class FrameException extends TransportException {
     private static final long serialVersionUID = 1L;
 
     protected FrameException(String message) {

@@ -36,6 +36,25 @@ public enum FrameKind {
         return code;
     }
 
+    /**
+     * The kind that answers a request of this kind ({@link #ERROR} may always answer instead), or
+     * {@code null} when this kind is not a request the host sends with
+     * {@code SandboxTransport.request} (HELLO has its own handshake; the others flow from the
+     * worker).
+     */
+    public FrameKind replyKind() {
+        switch (this) {
+            case ECHO:
+                return ECHO_REPLY;
+            case RENDER:
+                return RENDER_RESULT;
+            case GOODBYE:
+                return GOODBYE;
+            default:
+                return null;
+        }
+    }
+
     /** The kind for a wire code, or {@code null} if the code is unknown. */
     public static FrameKind fromCode(int code) {
         for (FrameKind k : values()) {

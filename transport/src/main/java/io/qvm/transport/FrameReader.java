@@ -1,5 +1,6 @@
 package io.qvm.transport;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -14,6 +15,11 @@ import java.util.Objects;
  * CRC-32C both match, and counts what it skipped ({@link #discardedBytes()}). A frame whose
  * prefix is sound but whose lengths exceed the limits is skipped without allocation and reported
  * as {@link FrameTooLargeException}; the next {@link #read()} goes on with the following frame.
+ *
+ * <p>A rejected frame is reported <em>before</em> its bytes are skipped: the exception comes as
+ * soon as the prefix is read (so a worker can answer TOO_LARGE while the oversize body is still
+ * arriving), and the next {@link #read()} first skips the rest of that frame, counting it in
+ * {@link #rejectedBytes()}.
  */
 public final class FrameReader {
 
@@ -24,6 +30,9 @@ public final class FrameReader {
     private final byte[] scratch = new byte[8192];
     private int filled;
     private long discarded;
+    private long rejected;
+    private long skipLeft;
+    private long skipRequestId;
 
     public FrameReader(InputStream in, FrameLimits limits) {
         this.in = Objects.requireNonNull(in, "in");
@@ -35,6 +44,11 @@ public final class FrameReader {
         return discarded;
     }
 
+    /** Bytes of rejected frames (too large, corrupt) skipped so far, their prefixes included. */
+    public long rejectedBytes() {
+        return rejected;
+    }
+
     /**
      * The next frame, or {@code null} when the stream ends between frames (stale bytes at the
      * end are counted as discarded).
@@ -44,6 +58,11 @@ public final class FrameReader {
      * @throws FrameTruncatedException the stream ended inside a frame
      */
     public Frame read() throws IOException {
+        if (skipLeft > 0) {
+            long left = skipLeft;
+            skipLeft = 0;
+            skip(left, skipRequestId);
+        }
         FrameCodec.Prefix prefix = nextPrefix();
         if (prefix == null) {
             return null;
@@ -53,12 +72,21 @@ public final class FrameReader {
         try {
             kind = FrameCodec.validate(prefix, limits);
         } catch (FrameException e) {
-            skip(prefix.headerLength() + prefix.bodyLength(), prefix.requestId());
+            rejected += FrameCodec.PREFIX_BYTES;
+            skipLeft = prefix.headerLength() + prefix.bodyLength();
+            skipRequestId = prefix.requestId();
             throw e;
         }
         byte[] header = readExactly((int) prefix.headerLength(), prefix.requestId());
         byte[] body = readExactly((int) prefix.bodyLength(), prefix.requestId());
-        return new Frame(kind, prefix.requestId(), FrameCodec.decodeHeader(prefix.requestId(), header), body);
+        ObjectNode headerNode;
+        try {
+            headerNode = FrameCodec.decodeHeader(prefix.requestId(), header);
+        } catch (FrameCorruptException e) {
+            rejected += FrameCodec.PREFIX_BYTES + header.length + body.length;
+            throw e;
+        }
+        return new Frame(kind, prefix.requestId(), headerNode, body);
     }
 
     private FrameCodec.Prefix nextPrefix() throws IOException {
@@ -120,6 +148,7 @@ public final class FrameReader {
                 throw truncated(requestId, length - left, length);
             }
             left -= n;
+            rejected += n;
         }
     }
 

@@ -16,7 +16,8 @@ public final class FrameTooLargeException extends FrameException {
 
     public FrameTooLargeException(FrameKind kind, long requestId, String part, long declaredBytes, long limitBytes) {
         super(kind + " frame " + requestId + " declares a " + part + " of " + declaredBytes
-                + " bytes, above the limit of " + limitBytes + " bytes");
+                + " bytes, above the limit of " + limitBytes + " bytes (nothing of that size was allocated;"
+                + " raise the limit if such frames are legitimate)");
         this.kind = kind;
         this.requestId = requestId;
         this.declaredBytes = declaredBytes;

@@ -1,0 +1,230 @@
+package io.qvm.transport.netty;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.ByteToMessageDecoder;
+import io.qvm.transport.Frame;
+import io.qvm.transport.FrameCodec;
+import io.qvm.transport.FrameCorruptException;
+import io.qvm.transport.FrameException;
+import io.qvm.transport.FrameKind;
+import io.qvm.transport.FrameLimits;
+import io.qvm.transport.FrameTruncatedException;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Splits a byte stream into {@link Frame}s (format: {@link FrameCodec}), distrusting every byte.
+ *
+ * <pre>
+ *  BEFORE (one read from a virtio-serial port that an earlier session wrote to):
+ *  +----------------------+--------------------------------+-------+--------------------------+
+ *  | stale: "..Q..QVMF.." | prefix 28 | header H | body B   | junk  | prefix 28 | H' too large |
+ *  +----------------------+--------------------------------+-------+--------------------------+
+ *
+ *  AFTER (what goes downstream, in order):
+ *  Frame(kind, id, header, body)        RejectedFrame(id', FrameTooLargeException)
+ *  and staleBytes() counts "..Q..QVMF.." and the junk; rejectedBytes() the skipped frame.
+ * </pre>
+ *
+ * <ul>
+ *   <li><b>Resynchronisation.</b> A prefix is accepted only if its magic and its CRC-32C both
+ *   match; otherwise one byte is dropped (and every byte up to the next {@code 'Q'}), counted in
+ *   {@link #staleBytes()}. A fake magic inside stale bytes costs a checksum, nothing more.</li>
+ *   <li><b>Limits before allocation.</b> The header and body lengths are checked against the
+ *   {@link FrameLimits} before anything is allocated. A frame above them puts the decoder in
+ *   <em>discard mode</em>: a {@link RejectedFrame} carrying the request id goes downstream at
+ *   once, and the frame's bytes are skipped as they arrive (never buffered) until the next frame.
+ *   The same happens for a sound prefix with a wrong version, reserved flags, an unknown kind or
+ *   a header that is not a JSON object.</li>
+ *   <li><b>No cumulation of bodies.</b> The body is copied into its final array as the bytes
+ *   arrive, so a 16 MiB frame never sits in the cumulation buffer.</li>
+ *   <li><b>End of stream.</b> A stream that ends inside a frame gives a {@link RejectedFrame} with
+ *   {@link FrameTruncatedException}; one that ends inside stale bytes just counts them.</li>
+ * </ul>
+ *
+ * <p>One instance per channel (it keeps state); the counters may be read from any thread.
+ */
+public final class FrameDecoder extends ByteToMessageDecoder {
+
+    private enum State { SCAN, HEADER, BODY, DISCARD }
+
+    private final FrameLimits limits;
+
+    private State state = State.SCAN;
+    private FrameCodec.Prefix prefix;
+    private FrameKind kind;
+    private ObjectNode header;
+    private byte[] body;
+    private int bodyFilled;
+    private long discardLeft;
+
+    private volatile long staleBytes;
+    private volatile long rejectedBytes;
+    private volatile long rejectedFrames;
+
+    /** @param limits the largest header and body accepted (for the host: the max response size) */
+    public FrameDecoder(FrameLimits limits) {
+        this.limits = Objects.requireNonNull(limits, "limits");
+    }
+
+    /** Bytes dropped while looking for a prefix (stale bytes, noise, broken prefixes). */
+    public long staleBytes() {
+        return staleBytes;
+    }
+
+    /** Bytes of frames that were rejected and skipped (their prefix included). */
+    public long rejectedBytes() {
+        return rejectedBytes;
+    }
+
+    /** Frames that were rejected: each produced one {@link RejectedFrame}. */
+    public long rejectedFrames() {
+        return rejectedFrames;
+    }
+
+    @Override
+    protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+        while (step(in, out)) {
+            // each step either consumed bytes or changed state; stop when it can do neither
+        }
+    }
+
+    /** One move of the state machine; {@code false} when it needs more bytes. */
+    private boolean step(ByteBuf in, List<Object> out) {
+        switch (state) {
+            case SCAN:
+                return scan(in, out);
+            case HEADER:
+                return readHeader(in, out);
+            case BODY:
+                return readBody(in, out);
+            case DISCARD:
+                return discard(in);
+            default:
+                throw new AssertionError(state);
+        }
+    }
+
+    private boolean scan(ByteBuf in, List<Object> out) {
+        if (!in.isReadable()) {
+            return false;
+        }
+        int start = in.readerIndex();
+        int q = in.indexOf(start, in.writerIndex(), (byte) 'Q');
+        if (q < 0) {
+            dropStale(in, in.readableBytes());
+            return false;
+        }
+        if (q > start) {
+            dropStale(in, q - start);
+        }
+        if (in.readableBytes() < FrameCodec.PREFIX_BYTES) {
+            return false;
+        }
+        FrameCodec.Prefix p = FrameCodec.decodePrefix(in.nioBuffer(in.readerIndex(), FrameCodec.PREFIX_BYTES), 0);
+        if (p == null) {
+            dropStale(in, 1);
+            return true;
+        }
+        in.skipBytes(FrameCodec.PREFIX_BYTES);
+        try {
+            kind = FrameCodec.validate(p, limits);
+        } catch (FrameException e) {
+            rejectAndDiscard(p, e, out, FrameCodec.PREFIX_BYTES, p.headerLength() + p.bodyLength());
+            return true;
+        }
+        prefix = p;
+        state = State.HEADER;
+        return true;
+    }
+
+    private boolean readHeader(ByteBuf in, List<Object> out) {
+        int length = (int) prefix.headerLength();
+        if (in.readableBytes() < length) {
+            return false; // bounded by limits.maxHeaderBytes(): small enough to cumulate
+        }
+        byte[] bytes = new byte[length];
+        in.readBytes(bytes);
+        try {
+            header = FrameCodec.decodeHeader(prefix.requestId(), bytes);
+        } catch (FrameCorruptException e) {
+            rejectAndDiscard(prefix, e, out, FrameCodec.PREFIX_BYTES + length, prefix.bodyLength());
+            return true;
+        }
+        body = new byte[(int) prefix.bodyLength()];
+        bodyFilled = 0;
+        state = State.BODY;
+        return true;
+    }
+
+    private boolean readBody(ByteBuf in, List<Object> out) {
+        int n = Math.min(in.readableBytes(), body.length - bodyFilled);
+        in.readBytes(body, bodyFilled, n);
+        bodyFilled += n;
+        if (bodyFilled < body.length) {
+            return false;
+        }
+        out.add(new Frame(kind, prefix.requestId(), header, body));
+        reset();
+        return true;
+    }
+
+    private boolean discard(ByteBuf in) {
+        int n = (int) Math.min(in.readableBytes(), discardLeft);
+        in.skipBytes(n);
+        discardLeft -= n;
+        rejectedBytes += n;
+        if (discardLeft > 0) {
+            return false;
+        }
+        reset();
+        return true;
+    }
+
+    private void rejectAndDiscard(FrameCodec.Prefix p, FrameException reason, List<Object> out, long consumed,
+            long toSkip) {
+        rejectedFrames++;
+        rejectedBytes += consumed;
+        out.add(new RejectedFrame(p.requestId(), reason));
+        prefix = p;
+        discardLeft = toSkip;
+        state = State.DISCARD;
+    }
+
+    private void dropStale(ByteBuf in, int n) {
+        in.skipBytes(n);
+        staleBytes += n;
+    }
+
+    private void reset() {
+        state = State.SCAN;
+        prefix = null;
+        kind = null;
+        header = null;
+        body = null;
+        bodyFilled = 0;
+        discardLeft = 0;
+    }
+
+    @Override
+    protected void decodeLast(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+        decode(ctx, in, out);
+        if (state == State.HEADER || state == State.BODY) {
+            long wanted = prefix.headerLength() + prefix.bodyLength();
+            long got = state == State.BODY ? prefix.headerLength() + bodyFilled : in.readableBytes();
+            rejectedFrames++;
+            out.add(new RejectedFrame(prefix.requestId(), truncated(prefix.requestId(), got, wanted)));
+        }
+        if (in.isReadable()) {
+            dropStale(in, in.readableBytes()); // an incomplete prefix or header: nothing to deliver
+        }
+        reset();
+    }
+
+    private static FrameTruncatedException truncated(long requestId, long got, long wanted) {
+        return new FrameTruncatedException("stream ended inside frame " + requestId + " (" + got + " of " + wanted
+                + " bytes after the prefix)");
+    }
+}
