@@ -19,7 +19,9 @@ import java.util.Objects;
  * <p>A rejected frame is reported <em>before</em> its bytes are skipped: the exception comes as
  * soon as the prefix is read (so a worker can answer TOO_LARGE while the oversize body is still
  * arriving), and the next {@link #read()} first skips the rest of that frame, counting it in
- * {@link #rejectedBytes()}.
+ * {@link #rejectedBytes()}. So after a {@link FrameException}, keep reading with the same reader;
+ * between two successfully read frames it holds no bytes, and another reader may take over the
+ * stream.
  */
 public final class FrameReader {
 
