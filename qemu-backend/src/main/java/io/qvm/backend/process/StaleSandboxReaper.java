@@ -24,9 +24,9 @@ import java.util.concurrent.TimeoutException;
  *   <li>Is the owner alive? Its pid must be alive <em>and</em> have the recorded start instant
  *       (otherwise the pid was reused and the owner is gone). If alive, leave it.
  *   <li>Find the QEMU pid (owner.json, else QEMU's pidfile). It is "that QEMU" only if the pid is
- *       alive, its argv[0] matches the recorded binary, its arguments mention this sandbox (id
- *       or pidfile path), and its start instant matches when recorded. A pid that fails any of
- *       these is never signalled.
+ *       alive, its argv[0] matches the recorded binary, its arguments mention this sandbox (its
+ *       pidfile path, or its id as a path segment such as its socket directory), and its start
+ *       instant matches when recorded. A pid that fails any of these is never signalled.
  *   <li>If it is that QEMU: SIGTERM, wait, SIGKILL, wait. Then delete the state directory and the
  *       socket directory.
  * </ol>
@@ -139,10 +139,12 @@ public final class StaleSandboxReaper {
             return Optional.of("its command is " + argv0 + ", the recorded QEMU is " + recorded);
         }
         String pidFile = s.pidFile().toString();
+        String idSegment = "/" + s.id() + "/";
+        String idSegmentWindows = "\\" + s.id() + "\\";
         boolean mentions = argv.subList(1, argv.size()).stream()
-                .anyMatch(a -> a.contains(pidFile) || a.contains(s.id()));
+                .anyMatch(a -> a.contains(pidFile) || a.contains(idSegment) || a.contains(idSegmentWindows));
         if (!mentions) {
-            return Optional.of("its arguments mention neither " + pidFile + " nor the id " + s.id());
+            return Optional.of("its arguments mention neither " + pidFile + " nor a path with " + idSegment);
         }
         if (!ProcessIdentity.startMatches(h, owner.qemuStartedAt())) {
             return Optional.of("it started at " + h.info().startInstant().orElse(null) + ", the recorded QEMU at "

@@ -104,7 +104,10 @@ public final class StopLadder {
                 detail = "action failed: " + e;
                 LOG.log(Level.DEBUG, "stop step " + step.name() + " on pid " + target.pid() + " failed", e);
             }
-            boolean gone = Thread.currentThread().isInterrupted() ? exited.isDone() : waitFor(exited, step.waitAfter());
+            boolean actionFailed = !detail.isEmpty() && step.forceSignal() == null;
+            boolean gone = actionFailed || Thread.currentThread().isInterrupted()
+                    ? exited.isDone() // nothing was asked of the process: do not wait for it
+                    : waitFor(exited, step.waitAfter());
             Duration took = Duration.between(started, Instant.now());
             results.add(new StopReport.StepResult(step.name(), gone, took, detail));
             if (gone) {
