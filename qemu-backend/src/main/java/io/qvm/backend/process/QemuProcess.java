@@ -72,17 +72,15 @@ public final class QemuProcess implements AutoCloseable {
     private final Path stderrLog;
     private final Path consoleLog;
     private final CompletableFuture<ExitInfo> exit;
-    private final ExecuteWatchdog watchdog;
     private final AtomicReference<CompletableFuture<StopReport>> stopping = new AtomicReference<>();
 
-    private QemuProcess(Launcher l, Process process, CompletableFuture<ExitInfo> exit, ExecuteWatchdog watchdog) {
+    private QemuProcess(Launcher l, Process process, CompletableFuture<ExitInfo> exit) {
         this.argv = l.argv;
         this.process = process;
         this.stdoutLog = l.stdout;
         this.stderrLog = l.stderr;
         this.consoleLog = l.console;
         this.exit = exit;
-        this.watchdog = watchdog;
     }
 
     /** A launcher for {@code argv} (argv[0] is the QEMU binary, a path or a name on PATH). */
@@ -358,7 +356,7 @@ public final class QemuProcess implements AutoCloseable {
                 throw new QemuProcessException("interrupted while starting QEMU", null, "", "", e);
             }
             LOG.log(Level.DEBUG, "started QEMU pid {0}: {1}", process.pid(), argv);
-            return new QemuProcess(this, process, exit, watchdog);
+            return new QemuProcess(this, process, exit);
         }
 
         private Map<String, String> environment() throws IOException {

@@ -20,13 +20,7 @@ public final class QmpTimeoutException extends QmpException {
         this.timeout = timeout;
     }
 
-    public QmpTimeoutException(String what, Duration timeout, String detail) {
-        super(what + " did not happen within " + timeout.toMillis() + " ms" + detail, null);
-        this.command = what;
-        this.timeout = timeout;
-    }
-
-    /** The command (or phase) that timed out. */
+    /** The command that timed out. */
     public String command() {
         return command;
     }
