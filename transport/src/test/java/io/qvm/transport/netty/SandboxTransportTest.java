@@ -1,0 +1,283 @@
+package io.qvm.transport.netty;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.qvm.transport.ErrorCode;
+import io.qvm.transport.Frame;
+import io.qvm.transport.FrameKind;
+import io.qvm.transport.FrameTooLargeException;
+import io.qvm.transport.HandshakeTimeoutException;
+import io.qvm.transport.Hello;
+import io.qvm.transport.Limits;
+import io.qvm.transport.Ready;
+import io.qvm.transport.SandboxTransport;
+import io.qvm.transport.TransportClosedException;
+import io.qvm.transport.WorkerErrorException;
+import io.qvm.transport.testing.FakeWorker;
+import io.qvm.transport.testing.FakeWorker.Effect;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * The transports against a {@link FakeWorker} on real sockets: AF_UNIX through epoll and through
+ * NIO, loopback TCP, and the vsock transport's adopted-socket path (over AF_UNIX: the only part of
+ * vsock that can run without a vsock device).
+ */
+class SandboxTransportTest {
+
+    static final Duration LONG = Duration.ofSeconds(30);
+    static final Limits LIMITS = new Limits(32 << 20, 20 << 20, 4_000_000, 4096, 10, 30_000);
+
+    /** How the host reaches the fake worker. */
+    enum Path_ {
+        SERIAL_EPOLL, SERIAL_NIO, TCP, VSOCK_ADOPTED_UNIX
+    }
+
+    private Path dir;
+    private FakeWorker worker;
+    private SandboxTransport transport;
+
+    @BeforeEach
+    void dir() throws Exception {
+        dir = Files.createTempDirectory(Path.of("/tmp"), "qvmt");
+    }
+
+    @AfterEach
+    void cleanUp() throws Exception {
+        if (transport != null) {
+            transport.close();
+        }
+        if (worker != null) {
+            worker.close();
+        }
+        Files.deleteIfExists(dir.resolve("w.sock"));
+        Files.deleteIfExists(dir);
+    }
+
+    private SandboxTransport open(Path_ path, FakeWorker.Builder script) throws Exception {
+        switch (path) {
+            case TCP -> {
+                worker = script.tcp();
+                transport = TcpTransport.connect(worker.tcpAddress(), LIMITS, LONG, () -> true);
+            }
+            case SERIAL_NIO -> {
+                worker = script.unix(dir.resolve("w.sock"));
+                transport = SerialTransport.connect(worker.socketPath(), LIMITS, LONG, () -> true, NettyIo.NIO);
+            }
+            case SERIAL_EPOLL -> {
+                worker = script.unix(dir.resolve("w.sock"));
+                transport = SerialTransport.connect(worker.socketPath(), LIMITS, LONG, () -> true, NettyIo.EPOLL);
+            }
+            case VSOCK_ADOPTED_UNIX -> {
+                worker = script.unix(dir.resolve("w.sock"));
+                transport = AdoptedUnix.connect(worker.socketPath(), LIMITS);
+            }
+        }
+        return transport;
+    }
+
+    private SandboxTransport openReady(Path_ path, FakeWorker.Builder script) throws Exception {
+        SandboxTransport t = open(path, script);
+        t.handshake(Hello.fresh(LIMITS), LONG);
+        return t;
+    }
+
+    private static byte[] body(long seed, int n) {
+        byte[] b = new byte[n];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    private static Frame echo(byte[] body) {
+        return Frame.of(FrameKind.ECHO, 0, body);
+    }
+
+    private static Throwable failure(CompletableFuture<?> f) {
+        ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(30, TimeUnit.SECONDS));
+        return e.getCause();
+    }
+
+    @ParameterizedTest
+    @EnumSource(Path_.class)
+    void handshakeSkipsStaleBytesAndAStaleReadyWithAnotherNonce(Path_ path) throws Exception {
+        SandboxTransport t = open(path, FakeWorker.builder()
+                .onConnect(FakeWorker.garbage(500, 1))
+                .onConnect(FakeWorker.fakeMagic())
+                .beforeReady(FakeWorker.staleReady("someone-elses-nonce"))
+                .beforeReady(FakeWorker.garbage(100, 2))
+                .version("fake-9").capabilities(List.of("echo", "svg")));
+        Hello hello = Hello.fresh(LIMITS);
+        Ready ready = t.handshake(hello, LONG);
+        assertEquals(hello.nonce(), ready.nonce());
+        assertEquals("fake-9", ready.version());
+        assertEquals(List.of("echo", "svg"), ready.capabilities());
+        assertTrue(t.discardedBytes() >= 600, "stale bytes counted: " + t.discardedBytes());
+        assertEquals(1, t.discardedFrames(), "the stale READY");
+        assertEquals(hello, worker.hellos().get(0), "the worker saw our HELLO with our limits");
+        assertArrayEquals(new byte[] {1, 2}, t.request(echo(new byte[] {1, 2})).get(30, TimeUnit.SECONDS).body());
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Path_.class, names = {"SERIAL_EPOLL", "TCP"})
+    void handshakeDeadlineSaysWhatWasDiscarded(Path_ path) throws Exception {
+        SandboxTransport t = open(path, FakeWorker.builder()
+                .beforeReady(FakeWorker.garbage(300, 3))
+                .beforeReady(FakeWorker.staleReady("wrong"))
+                .answerHello(false));
+        HandshakeTimeoutException e = assertThrows(HandshakeTimeoutException.class,
+                () -> t.handshake(Hello.fresh(LIMITS), Duration.ofMillis(1500)));
+        await().atMost(LONG).until(() -> t.discardedFrames() == 1);
+        assertTrue(e.getMessage().contains("no READY"), e.getMessage());
+        assertTrue(e.discardedBytes() <= t.discardedBytes());
+        assertThrows(IllegalStateException.class, () -> t.request(echo(new byte[1])), "no requests before READY");
+    }
+
+    @ParameterizedTest
+    @EnumSource(Path_.class)
+    void echoOfOneAndSixteenMebibytes(Path_ path) throws Exception {
+        SandboxTransport t = openReady(path, FakeWorker.builder());
+        for (int size : new int[] {0, 1, 1 << 20, 16 << 20}) {
+            byte[] b = body(size, size);
+            Frame reply = t.request(echo(b)).get(60, TimeUnit.SECONDS);
+            assertEquals(FrameKind.ECHO_REPLY, reply.kind());
+            assertArrayEquals(b, reply.body(), "size " + size);
+        }
+        assertEquals(List.of(1L, 2L, 3L, 4L), worker.received().stream().map(Frame::requestId).toList(),
+                "ids allocated by the transport, from 1");
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Path_.class, names = {"SERIAL_EPOLL", "SERIAL_NIO", "TCP"})
+    void concurrentRequestsFromSeveralThreadsAreMatchedById(Path_ path) throws Exception {
+        SandboxTransport t = openReady(path, FakeWorker.builder());
+        worker.enqueue(Effect.answerAfterNext(), Effect.normal(), Effect.answerAfterNext()); // out of order too
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        try {
+            List<Future<?>> jobs = new ArrayList<>();
+            for (int th = 0; th < 8; th++) {
+                int thread = th;
+                jobs.add(pool.submit(() -> {
+                    for (int i = 0; i < 40; i++) {
+                        byte[] b = body(thread * 1000L + i, 1 + (thread * 7919 + i * 104729) % 70_000);
+                        Frame reply = t.request(echo(b)).get(60, TimeUnit.SECONDS);
+                        assertArrayEquals(b, reply.body());
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> j : jobs) {
+                j.get(120, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertEquals(320, worker.received().size());
+        assertEquals(320, worker.received().stream().map(Frame::requestId).distinct().count(), "unique ids");
+    }
+
+    @ParameterizedTest
+    @EnumSource(Path_.class)
+    void peerClosingMidRequestFailsEveryPendingRequestAtOnce(Path_ path) throws Exception {
+        SandboxTransport t = openReady(path, FakeWorker.builder());
+        worker.enqueue(Effect.stall(), Effect.stall(), Effect.closeConnection());
+        CompletableFuture<Frame> a = t.request(echo(new byte[10]));
+        CompletableFuture<Frame> b = t.request(echo(new byte[10]));
+        CompletableFuture<Frame> c = t.request(echo(new byte[10]));
+        for (CompletableFuture<Frame> f : List.of(a, b, c)) {
+            TransportClosedException e = assertInstanceOf(TransportClosedException.class, failure(f));
+            assertTrue(e.getMessage().contains("lost"), e.getMessage());
+        }
+        ExecutionException closed = assertThrows(ExecutionException.class, () -> t.closed().get(30, TimeUnit.SECONDS));
+        assertInstanceOf(TransportClosedException.class, closed.getCause());
+        assertInstanceOf(TransportClosedException.class, failure(t.request(echo(new byte[1]))), "after the loss");
+    }
+
+    @ParameterizedTest
+    @EnumSource(Path_.class)
+    void oversizeReplyFailsThatRequestAndTheNextOneWorks(Path_ path) throws Exception {
+        SandboxTransport t = openReady(path, FakeWorker.builder());
+        worker.enqueue(Effect.replyWithBody(LIMITS.maxResponseBytes() + 1));
+        FrameTooLargeException e = assertInstanceOf(FrameTooLargeException.class, failure(t.request(echo(new byte[3]))));
+        assertEquals(1, e.requestId());
+        assertEquals(LIMITS.maxResponseBytes() + 1L, e.declaredBytes());
+        byte[] b = body(9, 1000);
+        assertArrayEquals(b, t.request(echo(b)).get(60, TimeUnit.SECONDS).body());
+        assertTrue(t.discardedBytes() > LIMITS.maxResponseBytes());
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Path_.class, names = {"SERIAL_EPOLL", "TCP"})
+    void errorRepliesAndGarbageBetweenReplies(Path_ path) throws Exception {
+        SandboxTransport t = openReady(path, FakeWorker.builder());
+        worker.enqueue(Effect.error(ErrorCode.LIMIT_EXCEEDED, "too many pixels"),
+                Effect.rawBytesThenNormal(FakeWorker.garbage(1000, 5)));
+        WorkerErrorException e = assertInstanceOf(WorkerErrorException.class, failure(t.request(echo(new byte[3]))));
+        assertEquals(ErrorCode.LIMIT_EXCEEDED, e.code());
+        assertEquals("too many pixels", e.reply().message());
+        long before = t.discardedBytes();
+        assertArrayEquals(new byte[] {7}, t.request(echo(new byte[] {7})).get(30, TimeUnit.SECONDS).body());
+        assertTrue(t.discardedBytes() >= before + 1000 - 4, "garbage between replies is stale bytes");
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Path_.class, names = {"SERIAL_EPOLL"})
+    void requestsAboveTheWorkersLimitAreRefusedBeforeWriting(Path_ path) throws Exception {
+        SandboxTransport t = openReady(path, FakeWorker.builder());
+        FrameTooLargeException e = assertInstanceOf(FrameTooLargeException.class,
+                failure(t.request(echo(new byte[LIMITS.maxRequestBytes() + 1]))));
+        assertEquals(LIMITS.maxRequestBytes(), e.limitBytes());
+        assertThrows(IllegalArgumentException.class, () -> t.request(Frame.of(FrameKind.READY, 0, new byte[0])));
+        assertThrows(IllegalArgumentException.class, () -> t.request(Frame.of(FrameKind.HELLO, 0, new byte[0])));
+        assertArrayEquals(new byte[] {1}, t.request(echo(new byte[] {1})).get(30, TimeUnit.SECONDS).body());
+        assertEquals(1, worker.received().size(), "the refused request never reached the worker");
+        assertThrows(IllegalStateException.class, () -> t.handshake(Hello.fresh(LIMITS), LONG), "one handshake");
+    }
+
+    @ParameterizedTest
+    @EnumSource(Path_.class)
+    void closeFailsPendingRequestsIsIdempotentAndStopsTheIoThread(Path_ path) throws Exception {
+        SandboxTransport t = openReady(path, FakeWorker.builder());
+        worker.enqueue(Effect.stall());
+        CompletableFuture<Frame> pending = t.request(echo(new byte[5]));
+        t.close();
+        t.close();
+        TransportClosedException e = assertInstanceOf(TransportClosedException.class, failure(pending));
+        assertTrue(e.getMessage().contains("closed by the host"), e.getMessage());
+        t.closed().get(30, TimeUnit.SECONDS); // completes normally
+        await().atMost(LONG).until(() -> Thread.getAllStackTraces().keySet().stream()
+                .noneMatch(th -> th.getName().startsWith("qvm-" + t.kind()) && th.isAlive()));
+        await().atMost(LONG).until(() -> worker.connectionsAccepted() == 1);
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Path_.class, names = {"SERIAL_EPOLL"})
+    void goodbyeIsARequestLikeAnyOther(Path_ path) throws Exception {
+        SandboxTransport t = openReady(path, FakeWorker.builder());
+        Frame bye = t.request(Frame.of(FrameKind.GOODBYE, 0, (byte[]) null)).get(30, TimeUnit.SECONDS);
+        assertEquals(FrameKind.GOODBYE, bye.kind());
+        assertInstanceOf(TransportClosedException.class,
+                assertThrows(ExecutionException.class, () -> t.closed().get(30, TimeUnit.SECONDS)).getCause(),
+                "the worker closes after GOODBYE");
+        assertSame(t.kind(), t.kind());
+    }
+}
