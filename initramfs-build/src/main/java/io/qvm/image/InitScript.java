@@ -16,8 +16,8 @@ import java.util.stream.Collectors;
 public final class InitScript {
     /** The busybox applets the init uses (plus a few for debugging), linked in /bin. */
     public static final List<String> APPLETS = List.of(
-            "[", "[[", "cat", "cp", "dmesg", "echo", "false", "grep", "head", "insmod", "ln", "ls",
-            "lsmod", "mkdir", "mknod", "mount", "poweroff", "ps", "reboot", "rm", "sed", "sh",
+            "[", "[[", "cat", "chroot", "cp", "dmesg", "echo", "false", "grep", "head", "insmod", "ln", "ls",
+            "kill", "lsmod", "mkdir", "mkfifo", "mknod", "mount", "poweroff", "ps", "reboot", "rm", "sed", "sh",
             "sleep", "stat", "switch_root", "sync", "test", "true", "umount", "uname", "usleep");
 
     private InitScript() {
