@@ -1,0 +1,266 @@
+package io.qvm.backend.sandbox;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.qvm.BootReport;
+import io.qvm.DocumentTooLargeException;
+import io.qvm.RenderFailedException;
+import io.qvm.RequestTimeoutException;
+import io.qvm.Sandbox;
+import io.qvm.SandboxConfig;
+import io.qvm.SandboxCrashedException;
+import io.qvm.SandboxException;
+import io.qvm.backend.process.QemuProcess;
+import io.qvm.backend.process.SandboxState;
+import io.qvm.backend.process.SocketPaths;
+import io.qvm.backend.process.StopLadder;
+import io.qvm.backend.process.StopReport;
+import io.qvm.backend.qmp.QmpClient;
+import io.qvm.transport.Frame;
+import io.qvm.transport.FrameKind;
+import io.qvm.transport.FrameTooLargeException;
+import io.qvm.transport.RenderRequest;
+import io.qvm.transport.RenderResult;
+import io.qvm.transport.SandboxTransport;
+import io.qvm.transport.WorkerErrorException;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+
+/**
+ * The {@link Sandbox} of {@code QemuVmBackend}: owns one QEMU process, its QMP connection, the
+ * worker transport, the console watcher and the sandbox's state and socket directories, and
+ * releases all of them on {@link #close()}.
+ *
+ * <p>Stopping climbs a ladder: GOODBYE to the worker (it exits, the guest init powers off and
+ * QEMU exits by itself), then QMP {@code quit}, then SIGTERM, then SIGKILL — each rung with its
+ * deadline. After a request timeout the GOODBYE rung is skipped: the worker is busy.
+ */
+public final class QemuSandbox implements Sandbox {
+
+    private static final System.Logger LOG = System.getLogger(QemuSandbox.class.getName());
+    static final int TAIL_BYTES = 4096;
+
+    private final String id;
+    private final SandboxConfig config;
+    private final BootReport bootReport;
+    private final QemuProcess qemu;
+    private final QmpClient qmp;
+    private final SandboxTransport transport;
+    private final SandboxState state;
+    private final SocketPaths sockets;
+    private final ConsoleWatcher console;
+    private final List<AutoCloseable> extras;
+    private final Consumer<QemuSandbox> onClosed;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final CompletableFuture<Void> exit = new CompletableFuture<>();
+    private final Object requestLock = new Object();
+
+    /** Everything a started sandbox owns; the backend builds it once the handshake succeeded. */
+    public record Parts(String id, SandboxConfig config, BootReport bootReport, QemuProcess qemu, QmpClient qmp,
+            SandboxTransport transport, SandboxState state, SocketPaths sockets, ConsoleWatcher console,
+            List<AutoCloseable> extras) {
+    }
+
+    public QemuSandbox(Parts p, Consumer<QemuSandbox> onClosed) {
+        this.id = p.id();
+        this.config = p.config();
+        this.bootReport = p.bootReport();
+        this.qemu = p.qemu();
+        this.qmp = p.qmp();
+        this.transport = p.transport();
+        this.state = p.state();
+        this.sockets = p.sockets();
+        this.console = p.console();
+        this.extras = List.copyOf(p.extras());
+        this.onClosed = onClosed;
+    }
+
+    @Override
+    public String id() {
+        return id;
+    }
+
+    @Override
+    public SandboxConfig config() {
+        return config;
+    }
+
+    @Override
+    public BootReport bootReport() {
+        return bootReport;
+    }
+
+    /** The QEMU process id. */
+    public long pid() {
+        return qemu.pid();
+    }
+
+    @Override
+    public byte[] echo(byte[] payload) {
+        return call(Frame.of(FrameKind.ECHO, 0, payload), "echo").body();
+    }
+
+    @Override
+    public RenderResult render(RenderRequest request) {
+        Frame reply = call(request.toFrame(0), "render");
+        try {
+            return RenderResult.fromFrame(reply);
+        } catch (IllegalArgumentException e) {
+            throw new SandboxException("sandbox " + id + ": the worker's render result is malformed: " + e.getMessage());
+        }
+    }
+
+    /**
+     * Sends one request and waits for its answer within the request deadline, mapping every way it
+     * can end to a typed exception. Package-visible so the CLI's relay can forward raw frames.
+     */
+    public Frame call(Frame request, String what) {
+        ensureOpen();
+        synchronized (requestLock) {
+            ensureOpen();
+            CompletableFuture<Frame> reply = transport.request(request);
+            Duration deadline = config.requestTimeout();
+            try {
+                return reply.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (TimeoutException e) {
+                reply.cancel(false);
+                String consoleTail = qemu.consoleTail(TAIL_BYTES);
+                String stderrTail = qemu.stderrTail(TAIL_BYTES);
+                stop(false);
+                throw new RequestTimeoutException("TIMEOUT: the " + what + " request overran the request deadline of "
+                        + deadline.toMillis() + " ms; sandbox " + id + " was stopped. Start a fresh sandbox for the "
+                        + "next request (or raise SandboxConfig.requestTimeout).", null, consoleTail, stderrTail);
+            } catch (ExecutionException e) {
+                throw mapFailure(e.getCause(), what);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new SandboxException("interrupted while waiting for the " + what + " reply of sandbox " + id, e);
+            }
+        }
+    }
+
+    private SandboxException mapFailure(Throwable cause, String what) {
+        if (cause instanceof WorkerErrorException w) {
+            return RenderFailedException.of(w.code(), w.reply().message());
+        }
+        if (cause instanceof FrameTooLargeException t) {
+            return new DocumentTooLargeException(what + " " + t.getMessage()
+                    + " (limits come from SandboxConfig.maxRequestBytes / maxResponseBytes)");
+        }
+        // The connection is gone: QEMU died, or the worker ended (the guest then powers off).
+        qemu.onExit().completeOnTimeout(null, 5, TimeUnit.SECONDS).join();
+        console.poll();
+        String how = qemu.exitInfo().map(x -> "QEMU " + x.describe()).orElse("QEMU still running");
+        String worker = console.workerExitStatus().map(s -> "; the worker exited with status " + s
+                + (s == 3 ? " (out of memory: raise SandboxConfig.memoryMib or lower the document's size)" : ""))
+                .orElse("");
+        String consoleTail = qemu.consoleTail(TAIL_BYTES);
+        String stderrTail = qemu.stderrTail(TAIL_BYTES);
+        stop(false);
+        return new SandboxCrashedException("sandbox " + id + " died during the " + what + " request (" + how + worker
+                + "): " + cause.getMessage(), cause, consoleTail, stderrTail);
+    }
+
+    private void ensureOpen() {
+        if (closed.get()) {
+            throw new SandboxCrashedException("sandbox " + id + " is closed" + qemu.exitInfo()
+                    .map(x -> " (QEMU " + x.describe() + ")").orElse("") + "; start a new one");
+        }
+    }
+
+    @Override
+    public boolean isAlive() {
+        return !closed.get() && qemu.isAlive() && !transport.closed().isDone();
+    }
+
+    @Override
+    public CompletableFuture<Void> onExit() {
+        return exit;
+    }
+
+    @Override
+    public Path consoleLog() {
+        return state.consoleLog();
+    }
+
+    @Override
+    public Path stderrLog() {
+        return state.stderrLog();
+    }
+
+    @Override
+    public Path stateDir() {
+        return state.dir();
+    }
+
+    @Override
+    public void close() {
+        stop(true);
+    }
+
+    /** Stops QEMU (gracefully if asked and possible) and releases everything. Idempotent. */
+    StopReport stop(boolean graceful) {
+        if (!closed.compareAndSet(false, true)) {
+            exit.join();
+            return null;
+        }
+        StopReport report = null;
+        try {
+            StopLadder.Builder ladder = StopLadder.builder();
+            if (graceful && !transport.closed().isDone()) {
+                ladder.step("goodbye", () -> transport.request(new Frame(FrameKind.GOODBYE, 0, (ObjectNode) null, null))
+                        .get(5, TimeUnit.SECONDS), Duration.ofSeconds(15));
+            }
+            ladder.step("quit", () -> qmp.quit(Duration.ofSeconds(2)), Duration.ofSeconds(5))
+                    .terminate(Duration.ofSeconds(5))
+                    .kill(Duration.ofSeconds(10));
+            report = qemu.stop(ladder.build());
+            LOG.log(System.Logger.Level.DEBUG, "sandbox " + id + " stopped: " + report);
+        } finally {
+            release();
+        }
+        return report;
+    }
+
+    private void release() {
+        List<Throwable> problems = new ArrayList<>();
+        for (AutoCloseable c : List.<AutoCloseable>of(transport::close, qmp::close, console::close, qemu::close)) {
+            closeQuietly(c, problems);
+        }
+        extras.forEach(c -> closeQuietly(c, problems));
+        try {
+            state.delete();
+        } catch (IOException e) {
+            problems.add(e);
+        }
+        try {
+            sockets.deleteDirectory();
+        } catch (IOException e) {
+            problems.add(e);
+        }
+        problems.forEach(p -> LOG.log(System.Logger.Level.WARNING, "sandbox " + id + ": cleanup: " + p));
+        onClosed.accept(this);
+        exit.complete(null);
+    }
+
+    private static void closeQuietly(AutoCloseable c, List<Throwable> problems) {
+        try {
+            c.close();
+        } catch (Exception e) {
+            problems.add(e);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "QemuSandbox[" + id + " pid=" + qemu.pid() + (closed.get() ? " closed" : "") + "]";
+    }
+}
