@@ -62,6 +62,7 @@ public final class QemuSandbox implements Sandbox {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final CompletableFuture<Void> exit = new CompletableFuture<>();
     private final Object requestLock = new Object();
+    private volatile StopReport stopReport;
 
     /** Everything a started sandbox owns; the backend builds it once the handshake succeeded. */
     public record Parts(String id, SandboxConfig config, BootReport bootReport, QemuProcess qemu, QmpClient qmp,
@@ -206,6 +207,11 @@ public final class QemuSandbox implements Sandbox {
         stop(true);
     }
 
+    /** How the sandbox was stopped (which rung of the ladder ended QEMU), once it was. */
+    public java.util.Optional<StopReport> stopReport() {
+        return java.util.Optional.ofNullable(stopReport);
+    }
+
     /** Stops QEMU (gracefully if asked and possible) and releases everything. Idempotent. */
     StopReport stop(boolean graceful) {
         if (!closed.compareAndSet(false, true)) {
@@ -223,6 +229,7 @@ public final class QemuSandbox implements Sandbox {
                     .terminate(Duration.ofSeconds(5))
                     .kill(Duration.ofSeconds(10));
             report = qemu.stop(ladder.build());
+            stopReport = report;
             LOG.log(System.Logger.Level.DEBUG, "sandbox " + id + " stopped: " + report);
         } finally {
             release();
