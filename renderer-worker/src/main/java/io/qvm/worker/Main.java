@@ -21,6 +21,7 @@ import java.nio.charset.StandardCharsets;
  * steal request bytes; the real stdout is kept, buffered, for frames only.
  *
  * <p>Exit status: 0 after GOODBYE or the end of stdin; 1 if stdout fails (the host is gone);
+ * {@value RenderWatchdog#STUCK_STATUS} after a render that could not be stopped;
  * {@value FatalErrors#OUT_OF_MEMORY_STATUS} on {@link OutOfMemoryError} (halt, no answer).
  */
 public final class Main {
@@ -39,6 +40,12 @@ public final class Main {
         System.setOut(err);
         System.setErr(err);
         System.setIn(new ByteArrayInputStream(new byte[0]));
+        // PDFBox logs through commons-logging: keep the console quiet (and free of document text).
+        System.setProperty("org.apache.commons.logging.Log", "org.apache.commons.logging.impl.NoOpLog");
+        // PDFBox caches its system-font index on disk: in the guest's tmpfs, not in a (read-only) home.
+        if (System.getProperty("pdfbox.fontcache") == null) {
+            System.setProperty("pdfbox.fontcache", System.getProperty("java.io.tmpdir"));
+        }
         Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
             FatalErrors.haltIfOutOfMemory(e);
             err.println("worker: thread " + t.getName() + " died: " + e.getClass().getName());
@@ -49,7 +56,7 @@ public final class Main {
         log.info("starting version=" + version + " java=" + Runtime.version());
         int status;
         try {
-            status = new WorkerLoop(requests, frames, RenderHandlers.standard(log), log, version).run();
+            status = new WorkerLoop(requests, frames, new DocumentRenderHandler(log), log, version).run();
         } catch (OutOfMemoryError e) {
             FatalErrors.outOfMemory();
             return;

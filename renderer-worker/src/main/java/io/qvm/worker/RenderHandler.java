@@ -17,6 +17,14 @@ public interface RenderHandler {
     /** Renders tiny built-in documents once so the first real request does not pay for class loading. */
     void warmUp();
 
+    /**
+     * False once the handler can no longer be trusted with another request (a render that could
+     * not be stopped is still running); the loop then exits with {@link RenderWatchdog#STUCK_STATUS}.
+     */
+    default boolean healthy() {
+        return true;
+    }
+
     /** Answers {@code request} under the session's {@code limits}. */
     Frame handle(Frame request, Limits limits);
 }

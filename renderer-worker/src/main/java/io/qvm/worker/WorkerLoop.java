@@ -39,6 +39,9 @@ import java.util.Objects;
  * out but whose header is unusable is answered {@code BAD_REQUEST}. The warm-up runs before HELLO
  * is read, so a VM snapshot taken while the worker waits for HELLO holds a warm JVM.
  *
+ * <p>A render that cannot be stopped after its deadline is answered TIMEOUT and the loop returns
+ * {@link RenderWatchdog#STUCK_STATUS}: the host replaces the sandbox.
+ *
  * <p>A new HELLO after READY starts a new session on the same process (a virtio-serial port keeps
  * no connection state, so a host that reconnects simply says HELLO again).
  */
@@ -74,7 +77,7 @@ public final class WorkerLoop {
     /**
      * Runs until GOODBYE or the end of the input.
      *
-     * @return the process exit status: 0
+     * @return the process exit status: 0, or {@link RenderWatchdog#STUCK_STATUS}
      * @throws IOException if the answer stream fails (the host is gone)
      */
     public int run() throws IOException {
@@ -185,7 +188,14 @@ public final class WorkerLoop {
             served++;
             switch (f.kind()) {
                 case ECHO -> send(Frame.of(FrameKind.ECHO_REPLY, f.requestId(), f.body()));
-                case RENDER -> send(renderer.handle(f, session.limits()));
+                case RENDER -> {
+                    send(renderer.handle(f, session.limits()));
+                    if (!renderer.healthy()) {
+                        log.info("a render could not be stopped after its deadline; exiting with status "
+                                + RenderWatchdog.STUCK_STATUS);
+                        return RenderWatchdog.STUCK_STATUS;
+                    }
+                }
                 case GOODBYE -> {
                     send(Frame.of(FrameKind.GOODBYE, f.requestId(), (byte[]) null));
                     log.info("GOODBYE after " + served + " requests; exiting");

@@ -1,0 +1,104 @@
+package io.qvm.worker;
+
+import io.qvm.transport.ErrorCode;
+import io.qvm.transport.ErrorReply;
+import io.qvm.transport.Frame;
+import io.qvm.transport.Limits;
+import io.qvm.transport.RenderRequest;
+import io.qvm.transport.RenderResult;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The worker's {@link RenderHandler}: decodes the RENDER header, runs {@link SvgRenderer} or
+ * {@link PdfRenderer} under the {@link RenderWatchdog} with the session's {@link LimitChecker},
+ * and turns the outcome into RENDER_RESULT or a typed ERROR. Logs one line per request (sizes,
+ * codes, times — never document content).
+ */
+public final class DocumentRenderHandler implements RenderHandler {
+
+    public static final String CAPABILITY_SVG = "render-svg";
+    public static final String CAPABILITY_PDF = "render-pdf";
+
+    /** Limits for the warm-up renders. */
+    private static final Limits WARM_UP_LIMITS = new Limits(1 << 20, 1 << 20, 1 << 20, 1024, 1, 30_000);
+
+    private final SvgRenderer svg = new SvgRenderer();
+    private final PdfRenderer pdf = new PdfRenderer();
+    private final RenderWatchdog watchdog = new RenderWatchdog();
+    private final Log log;
+
+    public DocumentRenderHandler(Log log) {
+        this.log = Objects.requireNonNull(log, "log");
+    }
+
+    @Override
+    public List<String> capabilities() {
+        return List.of(CAPABILITY_SVG, CAPABILITY_PDF);
+    }
+
+    @Override
+    public boolean healthy() {
+        return watchdog.healthy();
+    }
+
+    @Override
+    public void warmUp() {
+        warmUp("warmup.svg", RenderRequest.Type.SVG);
+        warmUp("warmup.pdf", RenderRequest.Type.PDF);
+    }
+
+    private void warmUp(String resource, RenderRequest.Type type) {
+        byte[] doc;
+        try (InputStream in = DocumentRenderHandler.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                log.info("warm-up " + resource + " missing from the jar");
+                return;
+            }
+            doc = in.readAllBytes();
+        } catch (IOException e) {
+            log.info("warm-up " + resource + " unreadable");
+            return;
+        }
+        RenderRequest r = new RenderRequest(type, doc, 0, 0, 0, 1, RenderRequest.WHITE);
+        try {
+            render(r, new LimitChecker(WARM_UP_LIMITS));
+        } catch (RenderException e) {
+            log.info("warm-up " + resource + " failed: " + e.code() + " " + e.getMessage());
+        }
+    }
+
+    @Override
+    public Frame handle(Frame request, Limits limits) {
+        long t0 = System.nanoTime();
+        RenderRequest r;
+        try {
+            r = RenderRequest.fromFrame(request);
+        } catch (IllegalArgumentException e) {
+            log.info("request " + request.requestId() + " BAD_REQUEST: " + e.getMessage());
+            return new ErrorReply(request.requestId(), ErrorCode.BAD_REQUEST, e.getMessage()).toFrame();
+        }
+        try {
+            Rendered out = render(r, new LimitChecker(limits));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            log.info("request " + request.requestId() + " " + r.type().wireName() + " " + r.document().length
+                    + " B -> " + out.width() + "x" + out.height() + " png " + out.png().length + " B in " + ms + " ms");
+            return new RenderResult(out.png(), out.width(), out.height(), ms).toFrame(request.requestId());
+        } catch (RenderException e) {
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            log.info("request " + request.requestId() + " " + r.type().wireName() + " " + r.document().length
+                    + " B -> " + e.code() + " in " + ms + " ms: " + e.getMessage());
+            return new ErrorReply(request.requestId(), e.code(), e.getMessage()).toFrame();
+        }
+    }
+
+    /** Renders one request on the watchdog's thread, within the session's time budget. */
+    Rendered render(RenderRequest r, LimitChecker limits) throws RenderException {
+        long budget = RenderWatchdog.budgetMillis(limits.limits().requestTimeoutMillis());
+        return watchdog.run(cancel -> r.type() == RenderRequest.Type.SVG
+                ? svg.render(r, limits, cancel)
+                : pdf.render(r, limits, cancel), budget);
+    }
+}

@@ -1,0 +1,123 @@
+package io.qvm.worker;
+
+import io.qvm.transport.ErrorCode;
+import io.qvm.transport.Limits;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.Objects;
+
+/**
+ * The session's {@link Limits}, applied before the work that would break them: image size
+ * before a raster is allocated, page count before a page is drawn, output bytes while the PNG
+ * is being written. Also the fixed structural limits that protect the JVM itself.
+ */
+public final class LimitChecker {
+
+    /** Deepest element nesting an SVG may have (Batik builds and paints recursively). */
+    public static final int MAX_SVG_DEPTH = 200;
+    /** Most elements an SVG may expand to, counting each {@code <use>} as a copy of what it references. */
+    public static final long MAX_SVG_EXPANDED_ELEMENTS = 200_000;
+    /** Headroom left under maxResponseBytes for the RENDER_RESULT header, which travels in the same frame limit check. */
+    private static final int HEADER_HEADROOM = 0;
+
+    private final Limits limits;
+
+    public LimitChecker(Limits limits) {
+        this.limits = Objects.requireNonNull(limits, "limits");
+    }
+
+    public Limits limits() {
+        return limits;
+    }
+
+    /** LIMIT_EXCEEDED unless {@code width} × {@code height} fits maxSide and maxPixels. */
+    public void checkImage(double width, double height) throws RenderException {
+        if (!Double.isFinite(width) || !Double.isFinite(height) || width < 1 || height < 1) {
+            throw new RenderException(ErrorCode.LIMIT_EXCEEDED, "output size is not a positive finite number");
+        }
+        if (width > limits.maxSide() || height > limits.maxSide()) {
+            throw new RenderException(ErrorCode.LIMIT_EXCEEDED, "output of " + (long) Math.ceil(width) + "x"
+                    + (long) Math.ceil(height) + " pixels is above the side limit of " + limits.maxSide());
+        }
+        if (width * height > limits.maxPixels()) {
+            throw new RenderException(ErrorCode.LIMIT_EXCEEDED, "output of " + (long) width + "x" + (long) height
+                    + " pixels is above the limit of " + limits.maxPixels() + " pixels");
+        }
+    }
+
+    /** LIMIT_EXCEEDED if the document has more pages than maxPages. */
+    public void checkPageCount(long pages) throws RenderException {
+        if (pages > limits.maxPages()) {
+            throw new RenderException(ErrorCode.LIMIT_EXCEEDED, "document has " + pages
+                    + " pages, above the limit of " + limits.maxPages());
+        }
+    }
+
+    /** The most PNG bytes a RENDER_RESULT may carry. */
+    public int maxOutputBytes() {
+        return limits.maxResponseBytes() - HEADER_HEADROOM;
+    }
+
+    /** Memory PDFBox may use for its stream cache: a few times the request, within the heap. */
+    public long pdfScratchBytes() {
+        long wanted = Math.max(16L << 20, 4L * limits.maxRequestBytes());
+        return Math.min(wanted, Math.max(16L << 20, Runtime.getRuntime().maxMemory() / 4));
+    }
+
+    /**
+     * A sink for the PNG that fails as soon as it holds more than {@link #maxOutputBytes()}, so an
+     * oversize image is never fully encoded.
+     */
+    public BoundedOutput boundedOutput() {
+        return new BoundedOutput(maxOutputBytes());
+    }
+
+    /** A byte sink with a hard cap; exceeding it throws {@link OutputTooLarge}. */
+    public static final class BoundedOutput extends OutputStream {
+        private final ByteArrayOutputStream buf = new ByteArrayOutputStream(64 * 1024);
+        private final int max;
+
+        BoundedOutput(int max) {
+            this.max = max;
+        }
+
+        @Override
+        public void write(int b) throws IOException {
+            ensure(1);
+            buf.write(b);
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            ensure(len);
+            buf.write(b, off, len);
+        }
+
+        private void ensure(int more) throws OutputTooLarge {
+            if ((long) buf.size() + more > max) {
+                throw new OutputTooLarge(max);
+            }
+        }
+
+        public byte[] toByteArray() {
+            return buf.toByteArray();
+        }
+    }
+
+    /** The encoded image went past maxResponseBytes. */
+    public static final class OutputTooLarge extends IOException {
+        private static final long serialVersionUID = 1L;
+        private final int max;
+
+        OutputTooLarge(int max) {
+            super("output above " + max + " bytes");
+            this.max = max;
+        }
+
+        public RenderException toRenderException() {
+            return new RenderException(ErrorCode.TOO_LARGE, "encoded image is above the response limit of " + max
+                    + " bytes");
+        }
+    }
+}

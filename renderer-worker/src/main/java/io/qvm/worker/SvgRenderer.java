@@ -1,0 +1,178 @@
+package io.qvm.worker;
+
+import io.qvm.transport.ErrorCode;
+import io.qvm.transport.RenderRequest;
+import java.awt.AlphaComposite;
+import java.awt.Color;
+import java.awt.Graphics2D;
+import java.awt.RenderingHints;
+import java.awt.geom.Dimension2D;
+import java.awt.image.BufferedImage;
+import java.io.InputStream;
+import org.apache.batik.anim.dom.SVGOMDocument;
+import org.apache.batik.bridge.BridgeContext;
+import org.apache.batik.bridge.BridgeException;
+import org.apache.batik.bridge.DocumentLoader;
+import org.apache.batik.bridge.ErrorConstants;
+import org.apache.batik.bridge.GVTBuilder;
+import org.apache.batik.bridge.InterruptedBridgeException;
+import org.apache.batik.bridge.UserAgent;
+import org.apache.batik.ext.awt.image.GraphicsUtil;
+import org.apache.batik.gvt.GraphicsNode;
+import org.apache.batik.script.ImportInfo;
+import org.apache.batik.script.Interpreter;
+import org.apache.batik.script.InterpreterPool;
+import org.apache.batik.util.HaltingThread;
+import org.w3c.dom.Document;
+
+/**
+ * SVG → PNG with Apache Batik, locked down (see {@link SvgParser}, {@link LockedDownUserAgent},
+ * {@link UrlLockdown}): parse with the hardened JDK parser, check nesting and {@code <use>}
+ * expansion, compute the output size from the declared size and check it against the limits,
+ * then build the GVT tree in a <em>static</em> bridge context (no scripting, no animation, no
+ * interpreters, no external documents) and paint it onto a raster of exactly that size.
+ *
+ * <p>Runs on the watchdog's {@link HaltingThread}: when the watchdog halts it, Batik's builder
+ * and painter stop at their next check and the render ends in TIMEOUT, never in a partial image.
+ */
+final class SvgRenderer {
+
+    /** CSS pixels per inch: the unit an SVG's size is measured in. */
+    static final double UNITS_PER_INCH = 96;
+
+    Rendered render(RenderRequest request, LimitChecker limits, Cancellation cancel) throws RenderException {
+        UrlLockdown.install();
+        SVGOMDocument doc = SvgParser.parse(request.document());
+        SvgExpansion.check(doc);
+        SvgGeometry geometry = SvgGeometry.of(doc.getDocumentElement());
+        OutputSize out = OutputSize.of(geometry.width(), geometry.height(), UNITS_PER_INCH, request, limits);
+        cancel.check();
+
+        LockedDownUserAgent ua = new LockedDownUserAgent(new Size(geometry.width(), geometry.height()));
+        BridgeContext ctx = new BridgeContext(ua, new NoInterpreters(), new NoDocuments(ua));
+        ctx.setDynamicState(BridgeContext.STATIC);
+        try {
+            GraphicsNode root = new GVTBuilder().build(ctx, doc);
+            cancel.check();
+            BufferedImage image = new BufferedImage(out.width(), out.height(), BufferedImage.TYPE_INT_ARGB);
+            paint(root, image, out, request.backgroundArgb());
+            if (cancel.isCancelled() || HaltingThread.hasBeenHalted()) {
+                throw cancel.timeout();
+            }
+            return new Rendered(PngEncoder.encode(image, limits), out.width(), out.height());
+        } catch (InterruptedBridgeException | Cancellation.CancelledException e) {
+            throw cancel.timeout();
+        } catch (BridgeException e) {
+            throw classify(e, cancel);
+        } catch (SecurityException e) {
+            throw refused();
+        } catch (RuntimeException e) {
+            if (cancel.isCancelled()) {
+                throw cancel.timeout();
+            }
+            throw new RenderException(ErrorCode.PARSE_ERROR, "SVG could not be rendered ("
+                    + e.getClass().getSimpleName() + ")");
+        } finally {
+            ctx.dispose();
+        }
+    }
+
+    private static void paint(GraphicsNode root, BufferedImage image, OutputSize out, int backgroundArgb) {
+        Graphics2D g = GraphicsUtil.createGraphics(image);
+        try {
+            g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
+            g.setRenderingHint(RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
+            g.setRenderingHint(RenderingHints.KEY_RENDERING, RenderingHints.VALUE_RENDER_QUALITY);
+            g.setRenderingHint(RenderingHints.KEY_INTERPOLATION, RenderingHints.VALUE_INTERPOLATION_BILINEAR);
+            if (backgroundArgb != 0) {
+                g.setComposite(AlphaComposite.Src);
+                g.setColor(new Color(backgroundArgb, true));
+                g.fillRect(0, 0, image.getWidth(), image.getHeight());
+            }
+            g.setComposite(AlphaComposite.SrcOver);
+            g.translate(out.offsetX(), out.offsetY());
+            g.scale(out.scale(), out.scale());
+            root.paint(g);
+        } finally {
+            g.dispose();
+        }
+    }
+
+    private static RenderException classify(BridgeException e, Cancellation cancel) {
+        if (cancel.isCancelled()) {
+            return cancel.timeout();
+        }
+        if (ErrorConstants.ERR_URI_UNSECURE.equals(e.getCode())) {
+            return refused();
+        }
+        for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+            if (c instanceof SecurityException) {
+                return refused();
+            }
+        }
+        // The code is one of Batik's constants (e.g. "attribute.missing"), never document text.
+        return new RenderException(ErrorCode.PARSE_ERROR, "invalid SVG (" + e.getCode() + ")");
+    }
+
+    private static RenderException refused() {
+        return new RenderException(ErrorCode.UNSUPPORTED,
+                "SVG refers to an external resource or script; only data: URIs are allowed");
+    }
+
+    /** A viewport size in CSS px. */
+    private static final class Size extends Dimension2D {
+        private double w;
+        private double h;
+
+        Size(double w, double h) {
+            this.w = w;
+            this.h = h;
+        }
+
+        @Override
+        public double getWidth() {
+            return w;
+        }
+
+        @Override
+        public double getHeight() {
+            return h;
+        }
+
+        @Override
+        public void setSize(double width, double height) {
+            this.w = width;
+            this.h = height;
+        }
+    }
+
+    /** An interpreter pool that has no interpreter for any language. */
+    private static final class NoInterpreters extends InterpreterPool {
+        @Override
+        public Interpreter createInterpreter(Document document, String language) {
+            return null;
+        }
+
+        @Override
+        public Interpreter createInterpreter(Document document, String language, ImportInfo imports) {
+            return null;
+        }
+    }
+
+    /** A document loader that loads nothing: external SVG documents (also data: ones) are refused. */
+    private static final class NoDocuments extends DocumentLoader {
+        NoDocuments(UserAgent ua) {
+            super(ua);
+        }
+
+        @Override
+        public Document loadDocument(String uri) {
+            throw new SecurityException("external documents are not loaded");
+        }
+
+        @Override
+        public Document loadDocument(String uri, InputStream is) {
+            throw new SecurityException("external documents are not loaded");
+        }
+    }
+}

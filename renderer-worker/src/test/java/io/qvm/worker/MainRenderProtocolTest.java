@@ -1,0 +1,60 @@
+package io.qvm.worker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import io.qvm.transport.ErrorCode;
+import io.qvm.transport.ErrorReply;
+import io.qvm.transport.Frame;
+import io.qvm.transport.FrameKind;
+import io.qvm.transport.Ready;
+import io.qvm.transport.RenderRequest;
+import io.qvm.transport.RenderResult;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Rendering through {@link Main} in a child JVM over stdin/stdout, with corpus documents. */
+@Timeout(120)
+class MainRenderProtocolTest {
+
+    @Test
+    void rendersRefusesAndKeepsServing() throws Exception {
+        try (TrapServer trap = new TrapServer(); ChildWorker w = ChildWorker.start()) {
+            Ready ready = w.handshake(ChildWorker.LIMITS);
+            assertTrue(ready.capabilities().containsAll(java.util.List.of("echo", "render-svg", "render-pdf")));
+
+            w.send(RenderRequest.svg(Corpus.bytes("ok/text.svg")).toFrame(1));
+            RenderResult svg = RenderResult.fromFrame(w.receive());
+            assertEquals(300, svg.width());
+            assertTrue(Pixels.differing(Pixels.decode(svg.png()), 10, 20, 290, 80, 0xFFFFFFFF) > 500);
+
+            w.send(RenderRequest.svg(Corpus.withBase("hostile/image-http.svg", trap.base())).toFrame(2));
+            assertEquals(ErrorCode.UNSUPPORTED, ErrorReply.fromFrame(w.receive()).code());
+            w.send(RenderRequest.svg(Corpus.bytes("hostile/billion-laughs.svg")).toFrame(3));
+            assertEquals(ErrorCode.UNSUPPORTED, ErrorReply.fromFrame(w.receive()).code());
+            w.send(RenderRequest.pdf(new byte[] {'%', 'P', 'D', 'F'}).toFrame(4));
+            assertEquals(ErrorCode.PARSE_ERROR, ErrorReply.fromFrame(w.receive()).code());
+
+            Frame badHeader = new Frame(FrameKind.RENDER, 5,
+                    JsonNodeFactory.instance.objectNode().put("type", "gif"), new byte[] {1});
+            w.send(badHeader);
+            ErrorReply bad = ErrorReply.fromFrame(w.receive());
+            assertEquals(5, bad.requestId());
+            assertEquals(ErrorCode.BAD_REQUEST, bad.code());
+
+            w.send(RenderRequest.pdf(Pdfs.squareAndText()).withDpi(72).toFrame(6));
+            Frame f = w.receive();
+            assertEquals(6, f.requestId());
+            RenderResult pdf = RenderResult.fromFrame(f);
+            assertEquals(200, pdf.width());
+            assertTrue(Pixels.near(Pixels.decode(pdf.png()), 50, 50, 0xFFFF0000));
+
+            w.send(Frame.of(FrameKind.GOODBYE, 7, (byte[]) null));
+            assertEquals(FrameKind.GOODBYE, w.receive().kind());
+            assertEquals(0, w.waitFor(30), w.stderr());
+            assertEquals(java.util.List.of(), trap.requests());
+            assertTrue(w.stderr().contains("warm in"), w.stderr());
+        }
+    }
+}

@@ -1,0 +1,77 @@
+package io.qvm.worker;
+
+import io.qvm.transport.ErrorCode;
+import io.qvm.transport.ErrorReply;
+import io.qvm.transport.Frame;
+import io.qvm.transport.FrameKind;
+import io.qvm.transport.Limits;
+import io.qvm.transport.RenderRequest;
+import io.qvm.transport.RenderResult;
+import java.awt.image.BufferedImage;
+import java.io.PrintStream;
+import java.io.OutputStream;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One in-process {@link DocumentRenderHandler}, shared by a test class (so "keeps serving" means
+ * the same handler), driven through frames exactly as the loop drives it.
+ */
+final class Renders {
+
+    static final Limits LIMITS = new Limits(4 << 20, 8 << 20, 4_000_000, 4000, 20, 20_000);
+
+    /** Either an image or a typed error. */
+    record Outcome(RenderResult result, ErrorReply error) {
+        ErrorCode code() {
+            return error == null ? null : error.code();
+        }
+
+        BufferedImage image() {
+            if (result == null) {
+                throw new AssertionError("expected an image, got " + error);
+            }
+            return Pixels.decode(result.png());
+        }
+
+        @Override
+        public String toString() {
+            return result != null ? result.toString() : error.toString();
+        }
+    }
+
+    private final DocumentRenderHandler handler;
+    private final AtomicLong ids = new AtomicLong(100);
+
+    Renders() {
+        this.handler = new DocumentRenderHandler(new Log(new PrintStream(OutputStream.nullOutputStream())));
+    }
+
+    DocumentRenderHandler handler() {
+        return handler;
+    }
+
+    Outcome render(RenderRequest r) {
+        return render(r, LIMITS);
+    }
+
+    Outcome render(RenderRequest r, Limits limits) {
+        return handle(r.toFrame(ids.incrementAndGet()), limits);
+    }
+
+    Outcome handle(Frame request, Limits limits) {
+        Frame f = handler.handle(request, limits);
+        if (f.requestId() != request.requestId()) {
+            throw new AssertionError("answer carries id " + f.requestId() + ", request had " + request.requestId());
+        }
+        if (f.kind() == FrameKind.RENDER_RESULT) {
+            return new Outcome(RenderResult.fromFrame(f), null);
+        }
+        return new Outcome(null, ErrorReply.fromFrame(f));
+    }
+
+    /** A tiny known-good SVG: proves the handler still serves. */
+    boolean stillServes() {
+        Outcome o = render(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")));
+        return o.result() != null && o.result().width() == 200;
+    }
+}

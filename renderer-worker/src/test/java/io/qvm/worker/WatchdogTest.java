@@ -1,0 +1,81 @@
+package io.qvm.worker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.qvm.transport.ErrorCode;
+import io.qvm.transport.Limits;
+import io.qvm.transport.RenderRequest;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The per-request deadline and the render thread's failure modes. */
+@Timeout(120)
+class WatchdogTest {
+
+    private static final Renders R = new Renders();
+    private static final Limits SHORT = new Limits(16 << 20, 8 << 20, 4_000_000, 4000, 20, 300);
+
+    @Test
+    void slowPdfIsStoppedWithTimeout() {
+        byte[] slow = Pdfs.slow(400_000);
+        long t0 = System.nanoTime();
+        Renders.Outcome o = R.render(RenderRequest.pdf(slow).withDpi(300), SHORT);
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertEquals(ErrorCode.TIMEOUT, o.code(), o.toString());
+        assertTrue(ms < 300 + RenderWatchdog.GRACE_MILLIS + 2000, "stopped soon after the deadline: " + ms + " ms");
+        assertTrue(R.handler().healthy(), "the render thread stopped");
+        assertTrue(R.stillServes());
+    }
+
+    @Test
+    void slowSvgIsStoppedWithTimeout() {
+        StringBuilder sb = new StringBuilder("<svg xmlns='http://www.w3.org/2000/svg' width='1900' height='1900'>"
+                + "<filter id='b'><feGaussianBlur stdDeviation='40'/></filter>");
+        for (int i = 0; i < 3000; i++) {
+            sb.append("<circle cx='").append(i % 1900).append("' cy='").append(i * 7 % 1900)
+                    .append("' r='300' fill='#").append(String.format("%06x", i * 2654435 & 0xFFFFFF))
+                    .append("' filter='url(#b)' opacity='0.5'/>");
+        }
+        sb.append("</svg>");
+        Renders.Outcome o = R.render(RenderRequest.svg(sb.toString().getBytes(StandardCharsets.UTF_8)), SHORT);
+        assertEquals(ErrorCode.TIMEOUT, o.code(), o.toString());
+        assertTrue(R.handler().healthy(), "Batik stopped at its halting checks");
+        assertTrue(R.stillServes());
+    }
+
+    @Test
+    void stackOverflowIsALimitNotACrash() {
+        RenderWatchdog w = new RenderWatchdog();
+        RenderException e = assertThrows(RenderException.class, () -> w.run(c -> recurse(0), 10_000));
+        assertEquals(ErrorCode.LIMIT_EXCEEDED, e.code());
+        assertTrue(w.healthy());
+    }
+
+    @Test
+    void aThreadThatIgnoresTheDeadlineMakesTheWorkerUnhealthy() {
+        RenderWatchdog w = new RenderWatchdog();
+        RenderException e = assertThrows(RenderException.class, () -> w.run(c -> {
+            long end = System.nanoTime() + 5_000_000_000L;
+            while (System.nanoTime() < end) {
+                Thread.onSpinWait(); // ignores halt, interrupt and cancellation
+            }
+            return null;
+        }, 100));
+        assertEquals(ErrorCode.TIMEOUT, e.code());
+        assertTrue(!w.healthy(), "a stuck render makes the worker exit after answering");
+    }
+
+    @Test
+    void budgetLeavesTheHostItsMargin() {
+        assertEquals(19_000, RenderWatchdog.budgetMillis(20_000));
+        assertEquals(270, RenderWatchdog.budgetMillis(300));
+        assertEquals(1, RenderWatchdog.budgetMillis(1));
+    }
+
+    private static Rendered recurse(int n) {
+        return n < 0 ? null : recurse(n + 1);
+    }
+}
