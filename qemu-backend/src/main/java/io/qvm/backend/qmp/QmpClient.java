@@ -301,9 +301,11 @@ public final class QmpClient implements AutoCloseable {
         } catch (QmpProtocolException e) {
             LOG.log(Level.WARNING, "QMP protocol error on {0}; closing the connection: {1}",
                     describe(address), e.getMessage());
-            failAll(e);
-            reason = new QmpConnectionClosedException(QmpConnectionClosedException.Origin.PROTOCOL_ERROR,
-                    "the QMP connection was closed after a protocol error: " + e.getMessage(), e);
+            // closed first, then pending commands fail with the protocol error itself: a caller
+            // that sees the error also sees isOpen() == false
+            shutdown(new QmpConnectionClosedException(QmpConnectionClosedException.Origin.PROTOCOL_ERROR,
+                    "the QMP connection was closed after a protocol error: " + e.getMessage(), e), e);
+            return;
         } catch (IOException e) {
             reason = new QmpConnectionClosedException(QmpConnectionClosedException.Origin.IO_ERROR,
                     "QMP socket error: " + e, e);
@@ -312,7 +314,7 @@ public final class QmpClient implements AutoCloseable {
             reason = new QmpConnectionClosedException(QmpConnectionClosedException.Origin.PROTOCOL_ERROR,
                     "the QMP reader failed unexpectedly: " + e, e);
         }
-        shutdown(reason);
+        shutdown(reason, reason);
     }
 
     private void handleLine(byte[] line) throws QmpProtocolException {
@@ -398,6 +400,11 @@ public final class QmpClient implements AutoCloseable {
     }
 
     private void shutdown(QmpConnectionClosedException reason) {
+        shutdown(reason, reason);
+    }
+
+    /** Closes once: records {@code reason}, closes the socket, fails pending commands with {@code pendingCause}. */
+    private void shutdown(QmpConnectionClosedException reason, QmpException pendingCause) {
         synchronized (closeLock) {
             if (closeReason != null) {
                 return;
@@ -409,8 +416,8 @@ public final class QmpClient implements AutoCloseable {
         } catch (IOException e) {
             LOG.log(Level.DEBUG, "closing the QMP socket failed", e);
         }
-        greeting.completeExceptionally(reason);
-        failAll(reason);
+        greeting.completeExceptionally(pendingCause);
+        failAll(pendingCause);
         closed.complete(reason);
     }
 

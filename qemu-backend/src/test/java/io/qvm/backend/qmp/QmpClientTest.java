@@ -203,7 +203,7 @@ class QmpClientTest {
 
     @Test
     void lateReplyToATimedOutCommandIsDropped() throws Exception {
-        server.enqueue("query-status", Reply.of(Effect.pause(Duration.ofMillis(500)),
+        server.enqueue("query-status", Reply.of(Effect.pause(Duration.ofSeconds(2)),
                 Effect.ok("{\"status\": \"late\", \"running\": false}")));
         connect();
         assertThrows(QmpTimeoutException.class, () -> client.execute("query-status", null, Duration.ofMillis(100)));
@@ -320,7 +320,7 @@ class QmpClientTest {
     void greetingMissingIsAHandshakeFailureAtTheDeadline() throws Exception {
         server.enqueue("qmp_capabilities", Reply.never());
         QmpConnectException e = assertThrows(QmpConnectException.class,
-                () -> QmpClient.builder(server.socketPath()).connectTimeout(Duration.ofMillis(500)).connect());
+                () -> QmpClient.builder(server.socketPath()).connectTimeout(Duration.ofSeconds(2)).connect());
         assertEquals(QmpConnectException.Reason.DEADLINE, e.reason());
         assertTrue(e.getMessage().contains("qmp_capabilities"), e.getMessage());
     }
