@@ -46,6 +46,15 @@ public final class LimitChecker {
         }
     }
 
+    /**
+     * Largest raster image a document may embed (declared width × height, checked before
+     * decoding): maxPixels, or what a quarter of the heap holds at 4 bytes a pixel if that is more
+     * (a scan drawn smaller than its own resolution is ordinary).
+     */
+    public long maxSourceImagePixels() {
+        return Math.max(limits.maxPixels(), Runtime.getRuntime().maxMemory() / 16);
+    }
+
     /** LIMIT_EXCEEDED if the document has more pages than maxPages. */
     public void checkPageCount(long pages) throws RenderException {
         if (pages > limits.maxPages()) {

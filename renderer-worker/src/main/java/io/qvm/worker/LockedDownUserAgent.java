@@ -17,7 +17,9 @@ import org.w3c.dom.svg.SVGAElement;
  *   <li>scripts of every type are refused ({@link NoLoadScriptSecurity}), and the render is
  *       static anyway (no interpreter, no {@code onload}, no animation);</li>
  *   <li>external resources of every scheme are refused; {@code data:} URIs, which carry their
- *       content inline, are the only ones allowed ({@link EmbededExternalResourceSecurity});</li>
+ *       content inline, are the only ones allowed ({@link EmbededExternalResourceSecurity}), and
+ *       an embedded raster image must declare no more pixels than the limit
+ *       ({@link EmbeddedImageProbe});</li>
  *   <li>no validating parser, no user style sheet, no links, no alerts or prompts;</li>
  *   <li>the viewport is the document's own size, so percentages resolve against it.</li>
  * </ul>
@@ -27,15 +29,27 @@ import org.w3c.dom.svg.SVGAElement;
 final class LockedDownUserAgent extends UserAgentAdapter {
 
     private final Dimension2D viewport;
+    private final long maxImagePixels;
     private int refusedLoads;
+    private boolean imageTooLarge;
 
-    LockedDownUserAgent(Dimension2D viewport) {
+    /**
+     * @param viewport the document's own size, CSS px
+     * @param maxImagePixels largest embedded raster image ({@link EmbeddedImageProbe})
+     */
+    LockedDownUserAgent(Dimension2D viewport, long maxImagePixels) {
         this.viewport = viewport;
+        this.maxImagePixels = maxImagePixels;
     }
 
     /** How many resource or script loads were refused during this render. */
     int refusedLoads() {
         return refusedLoads;
+    }
+
+    /** Whether an embedded image was refused for its size (Batik does not keep the cause). */
+    boolean refusedOversizeImage() {
+        return imageTooLarge;
     }
 
     @Override
@@ -69,6 +83,12 @@ final class LockedDownUserAgent extends UserAgentAdapter {
         if (resourceURL == null || !"data".equals(resourceURL.getProtocol())) {
             refusedLoads++;
             throw new SecurityException("external resources are not allowed");
+        }
+        try {
+            EmbeddedImageProbe.check(resourceURL, maxImagePixels);
+        } catch (EmbeddedImageProbe.ImageTooLarge e) {
+            imageTooLarge = true;
+            throw e;
         }
     }
 

@@ -16,6 +16,7 @@ import org.apache.pdfbox.pdmodel.PDDocument;
 import org.apache.pdfbox.pdmodel.PDPage;
 import org.apache.pdfbox.pdmodel.common.PDRectangle;
 import org.apache.pdfbox.pdmodel.encryption.InvalidPasswordException;
+import org.apache.pdfbox.pdmodel.graphics.image.PDImage;
 import org.apache.pdfbox.rendering.PDFRenderer;
 import org.apache.pdfbox.rendering.PageDrawer;
 import org.apache.pdfbox.rendering.PageDrawerParameters;
@@ -34,6 +35,8 @@ import org.apache.pdfbox.rendering.RenderDestination;
  *       exists;</li>
  *   <li>the watchdog's cancellation is checked before every content-stream operator, so a slow
  *       page stops at once;</li>
+ *   <li>an image whose declared size is above {@link LimitChecker#maxSourceImagePixels()} is
+ *       refused (LIMIT_EXCEEDED) before PDFBox decodes it;</li>
  *   <li>encrypted documents that need a password: UNSUPPORTED; anything PDFBox cannot read:
  *       PARSE_ERROR.</li>
  * </ul>
@@ -84,7 +87,7 @@ final class PdfRenderer {
                 g.setBackground(background);
                 g.clearRect(0, 0, out.width(), out.height());
                 g.translate(out.offsetX(), out.offsetY());
-                new CancellableRenderer(doc, cancel).renderPageToGraphics(index, g, (float) out.scale(),
+                new CancellableRenderer(doc, cancel, limits.maxSourceImagePixels()).renderPageToGraphics(index, g, (float) out.scale(),
                         (float) out.scale(), RenderDestination.EXPORT);
             } finally {
                 g.dispose();
@@ -93,6 +96,8 @@ final class PdfRenderer {
             return new Rendered(PngEncoder.encode(image, limits), out.width(), out.height());
         } catch (Cancellation.CancelledException e) {
             throw cancel.timeout();
+        } catch (EmbeddedImageProbe.ImageTooLarge e) {
+            throw new RenderException(ErrorCode.LIMIT_EXCEEDED, "an embedded image is above the pixel limit");
         } catch (InvalidPasswordException e) {
             throw new RenderException(ErrorCode.UNSUPPORTED, "PDF is encrypted with a password");
         } catch (IOException e) {
@@ -117,10 +122,12 @@ final class PdfRenderer {
     /** A renderer whose page drawer checks the cancellation before every operator. */
     private static final class CancellableRenderer extends PDFRenderer {
         private final Cancellation cancel;
+        private final long maxImagePixels;
 
-        CancellableRenderer(PDDocument doc, Cancellation cancel) {
+        CancellableRenderer(PDDocument doc, Cancellation cancel, long maxImagePixels) {
             super(doc);
             this.cancel = cancel;
+            this.maxImagePixels = maxImagePixels;
         }
 
         @Override
@@ -130,6 +137,14 @@ final class PdfRenderer {
                 protected void processOperator(Operator operator, List<COSBase> operands) throws IOException {
                     cancel.checkUnchecked();
                     super.processOperator(operator, operands);
+                }
+
+                @Override
+                public void drawImage(PDImage image) throws IOException {
+                    if ((long) image.getWidth() * image.getHeight() > maxImagePixels) {
+                        throw new EmbeddedImageProbe.ImageTooLarge();
+                    }
+                    super.drawImage(image);
                 }
             };
         }

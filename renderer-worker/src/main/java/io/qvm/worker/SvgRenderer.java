@@ -48,7 +48,8 @@ final class SvgRenderer {
         OutputSize out = OutputSize.of(geometry.width(), geometry.height(), UNITS_PER_INCH, request, limits);
         cancel.check();
 
-        LockedDownUserAgent ua = new LockedDownUserAgent(new Size(geometry.width(), geometry.height()));
+        LockedDownUserAgent ua = new LockedDownUserAgent(new Size(geometry.width(), geometry.height()),
+                limits.maxSourceImagePixels());
         BridgeContext ctx = new BridgeContext(ua, new NoInterpreters(), new NoDocuments(ua));
         ctx.setDynamicState(BridgeContext.STATIC);
         try {
@@ -63,7 +64,9 @@ final class SvgRenderer {
         } catch (InterruptedBridgeException | Cancellation.CancelledException e) {
             throw cancel.timeout();
         } catch (BridgeException e) {
-            throw classify(e, cancel);
+            throw classify(e, cancel, ua);
+        } catch (EmbeddedImageProbe.ImageTooLarge e) {
+            throw imageTooLarge();
         } catch (SecurityException e) {
             throw refused();
         } catch (RuntimeException e) {
@@ -98,9 +101,12 @@ final class SvgRenderer {
         }
     }
 
-    private static RenderException classify(BridgeException e, Cancellation cancel) {
+    private static RenderException classify(BridgeException e, Cancellation cancel, LockedDownUserAgent ua) {
         if (cancel.isCancelled()) {
             return cancel.timeout();
+        }
+        if (ua.refusedOversizeImage()) {
+            return imageTooLarge();
         }
         if (ErrorConstants.ERR_URI_UNSECURE.equals(e.getCode())) {
             return refused();
@@ -112,6 +118,10 @@ final class SvgRenderer {
         }
         // The code is one of Batik's constants (e.g. "attribute.missing"), never document text.
         return new RenderException(ErrorCode.PARSE_ERROR, "invalid SVG (" + e.getCode() + ")");
+    }
+
+    private static RenderException imageTooLarge() {
+        return new RenderException(ErrorCode.LIMIT_EXCEEDED, "an embedded image is above the pixel limit");
     }
 
     private static RenderException refused() {

@@ -89,6 +89,13 @@ class HostilePdfTest {
     }
 
     @Test
+    void imageBombIsALimitNotAnOutOfMemory() {
+        byte[] pdf = Pdfs.withDeclaredImage(60_000, 60_000);
+        Renders.Outcome o = R.render(RenderRequest.pdf(pdf));
+        assertEquals(ErrorCode.LIMIT_EXCEEDED, o.code(), o.toString());
+    }
+
+    @Test
     void passwordProtected() {
         assertEquals(ErrorCode.UNSUPPORTED, R.render(RenderRequest.pdf(Pdfs.encrypted())).code());
     }

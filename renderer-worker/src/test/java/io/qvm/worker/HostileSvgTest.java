@@ -8,7 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.qvm.transport.ErrorCode;
 import io.qvm.transport.RenderRequest;
 import java.awt.image.BufferedImage;
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Base64;
+import java.util.zip.CRC32;
+import java.util.zip.DeflaterOutputStream;
 import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -130,6 +135,42 @@ class HostileSvgTest {
                 .append("</g>".repeat(depth - 1)).append("</svg>");
         BufferedImage img = R.render(RenderRequest.svg(sb.toString().getBytes(StandardCharsets.UTF_8))).image();
         assertTrue(Pixels.differing(img, 0, 0, 10, 10, 0xFFFFFFFF) > 50);
+    }
+
+    @Test
+    void embeddedImageBombIsALimitNotAnOutOfMemory() throws Exception {
+        String png = Base64.getEncoder().encodeToString(pngHeaderOnly(60_000, 60_000));
+        String svg = "<svg xmlns='http://www.w3.org/2000/svg' xmlns:xlink='http://www.w3.org/1999/xlink' width='10'"
+                + " height='10'><image width='10' height='10' xlink:href='data:image/png;base64," + png + "'/></svg>";
+        Renders.Outcome o = R.render(RenderRequest.svg(svg.getBytes(StandardCharsets.UTF_8)));
+        assertEquals(ErrorCode.LIMIT_EXCEEDED, o.code(), o.toString());
+    }
+
+    /** A PNG that declares {@code w} × {@code h} grey pixels with a tiny deflate stream (a bomb's header). */
+    static byte[] pngHeaderOnly(int w, int h) throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        out.write(new byte[] {(byte) 0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'});
+        ByteBuffer ihdr = ByteBuffer.allocate(13).putInt(w).putInt(h).put((byte) 8).put((byte) 0).put((byte) 0)
+                .put((byte) 0).put((byte) 0);
+        chunk(out, "IHDR", ihdr.array());
+        ByteArrayOutputStream z = new ByteArrayOutputStream();
+        try (DeflaterOutputStream d = new DeflaterOutputStream(z)) {
+            d.write(new byte[64 * 1024]);
+        }
+        chunk(out, "IDAT", z.toByteArray());
+        chunk(out, "IEND", new byte[0]);
+        return out.toByteArray();
+    }
+
+    private static void chunk(ByteArrayOutputStream out, String type, byte[] data) throws Exception {
+        byte[] t = type.getBytes(StandardCharsets.US_ASCII);
+        out.write(ByteBuffer.allocate(4).putInt(data.length).array());
+        out.write(t);
+        out.write(data);
+        CRC32 crc = new CRC32();
+        crc.update(t);
+        crc.update(data);
+        out.write(ByteBuffer.allocate(4).putInt((int) crc.getValue()).array());
     }
 
     @Test

@@ -1,6 +1,11 @@
 package io.qvm.worker;
 
+import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
+import java.util.zip.DeflaterOutputStream;
+import org.apache.pdfbox.cos.COSName;
+import org.apache.pdfbox.pdmodel.graphics.color.PDDeviceGray;
+import org.apache.pdfbox.pdmodel.graphics.image.PDImageXObject;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -75,6 +80,27 @@ final class Pdfs {
                 cs.fill();
             }
         });
+    }
+
+    /** A page that draws a grey image declaring {@code w} × {@code h} pixels, whose data is a few bytes. */
+    static byte[] withDeclaredImage(int w, int h) {
+        try (PDDocument d = new PDDocument(); ByteArrayOutputStream out = new ByteArrayOutputStream()) {
+            PDPage p = new PDPage(new PDRectangle(50, 50));
+            d.addPage(p);
+            ByteArrayOutputStream z = new ByteArrayOutputStream();
+            try (DeflaterOutputStream def = new DeflaterOutputStream(z)) {
+                def.write(new byte[4096]);
+            }
+            PDImageXObject img = new PDImageXObject(d, new ByteArrayInputStream(z.toByteArray()), COSName.FLATE_DECODE,
+                    w, h, 8, PDDeviceGray.INSTANCE);
+            try (PDPageContentStream cs = new PDPageContentStream(d, p)) {
+                cs.drawImage(img, 0, 0, 50, 50);
+            }
+            d.save(out);
+            return out.toByteArray();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     /** Encrypted with a user password. */
