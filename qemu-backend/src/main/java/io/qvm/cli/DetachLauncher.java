@@ -1,0 +1,208 @@
+package io.qvm.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.qvm.backend.process.LogTail;
+import io.qvm.backend.process.StateDirectory;
+import io.qvm.cli.control.ReadyFile;
+import java.io.File;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code qvm up --detach}: starts {@code java … io.qvm.cli.QvmCli up --supervise <handle>} as a
+ * detached process ({@code setsid} where it exists, stdin from the null device, stdout and
+ * stderr appended to {@code supervisor.log}), shows the supervisor's progress lines from that log
+ * while it boots the sandbox, and returns once the supervisor wrote {@code ready.json} — see
+ * {@link Launch} for the files. If the supervisor dies first, its {@code failed.json} (exit code
+ * and message) and the log's tail are reported; if the deadline passes, the supervisor is stopped
+ * (SIGTERM: its shutdown hook stops the sandbox) and the boot counts as failed.
+ */
+final class DetachLauncher {
+
+    private static final Duration POLL = Duration.ofMillis(200);
+
+    private final CliContext ctx;
+    private final DirOptions dirs;
+    private final SandboxOptions sandboxOptions;
+    private final Progress progress;
+
+    DetachLauncher(CliContext ctx, DirOptions dirs, SandboxOptions sandboxOptions, Progress progress) {
+        this.ctx = ctx;
+        this.dirs = dirs;
+        this.sandboxOptions = sandboxOptions;
+        this.progress = progress;
+    }
+
+    int launch(Duration wait, PrintWriter out, boolean json) throws IOException, InterruptedException {
+        Path stateRoot = ctx.stateRoot(dirs.stateDir);
+        String handle = StateDirectory.newSandboxId();
+        Path launchDir = Launch.create(stateRoot, handle);
+        Path log = launchDir.resolve(Launch.LOG);
+        Files.createFile(log);
+        List<String> cmd = command(handle);
+        ProcessBuilder pb = new ProcessBuilder(cmd)
+                .redirectInput(ProcessBuilder.Redirect.from(nullDevice()))
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+                .redirectErrorStream(true);
+        progress.line("starting a detached supervisor (log: " + log + ")");
+        Process p = pb.start();
+        boolean[] settled = {false};
+        Thread hook = new Thread(() -> {
+            synchronized (settled) {
+                if (!settled[0]) {
+                    p.destroy(); // the supervisor's own hook stops the sandbox
+                    try {
+                        p.waitFor(60, TimeUnit.SECONDS);
+                    } catch (InterruptedException ignored) {
+                        Thread.currentThread().interrupt();
+                    }
+                    Launch.deleteTree(launchDir);
+                }
+            }
+        }, "qvm-detach-interrupt");
+        Runtime.getRuntime().addShutdownHook(hook);
+        long deadline = System.nanoTime() + wait.toNanos();
+        try (FileChannel logChannel = FileChannel.open(log, StandardOpenOption.READ)) {
+            LineFollower follower = new LineFollower(logChannel);
+            while (true) {
+                follower.poll(this::echo);
+                Optional<ReadyFile> ready = ReadyFile.read(launchDir);
+                if (ready.isPresent()) {
+                    follower.poll(this::echo);
+                    progress.done();
+                    ReadyFile r = ready.get();
+                    Path stateDir = stateRoot.resolve("sandboxes").resolve(r.id());
+                    Output.emit(out, UpReport.of(r, stateDir.toString()), json);
+                    return ExitCode.OK.code();
+                }
+                if (!p.isAlive()) {
+                    follower.poll(this::echo);
+                    progress.done();
+                    throw died(p.exitValue(), launchDir, log);
+                }
+                if (System.nanoTime() > deadline) {
+                    progress.done();
+                    p.destroy();
+                    boolean exited = p.waitFor(60, TimeUnit.SECONDS);
+                    if (!exited) {
+                        p.destroyForcibly();
+                    }
+                    throw new CliException(ExitCode.BOOT_FAILED, "BOOT_TIMEOUT", "the sandbox was not ready within "
+                            + wait.toSeconds() + " s; its supervisor was stopped. Supervisor log (tail):\n"
+                            + LogTail.tail(log, 4096), "raise --wait or --boot-timeout; qvm doctor checks the host",
+                            null);
+                }
+                Thread.sleep(POLL.toMillis());
+            }
+        } finally {
+            synchronized (settled) {
+                settled[0] = true;
+            }
+            Launch.deleteTree(launchDir);
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook runs
+            }
+        }
+    }
+
+    private List<String> command(String handle) {
+        List<String> cmd = new ArrayList<>();
+        setsid().ifPresent(s -> {
+            cmd.add(s.toString());
+            cmd.add("-w"); // if setsid must fork, it still waits, so the exit code reaches us
+        });
+        cmd.add(ctx.javaCommand());
+        String opts = ctx.env().get("QVM_JAVA_OPTS");
+        if (opts != null && !opts.isBlank()) {
+            cmd.addAll(List.of(opts.strip().split("\\s+")));
+        }
+        cmd.add("-cp");
+        cmd.add(ctx.classPath());
+        cmd.add(QvmCli.class.getName());
+        cmd.add("up");
+        cmd.add("--supervise");
+        cmd.add(handle);
+        cmd.addAll(dirs.toArgs(ctx));
+        cmd.addAll(sandboxOptions.toArgs());
+        return cmd;
+    }
+
+    /** The failure of a supervisor that exited before ready, from its failed.json or its exit code. */
+    private static CliException died(int exitValue, Path launchDir, Path log) {
+        String tail = LogTail.tail(log, 4096);
+        try {
+            JsonNode f = Output.JSON.readTree(launchDir.resolve(Launch.FAILED).toFile());
+            ExitCode code = ExitCode.of(f.path("exitCode").asInt(exitValue));
+            return new CliException(code, f.path("code").asText(null), f.path("message").asText("the supervisor failed"),
+                    f.path("hint").isTextual() ? f.path("hint").asText() : null, null);
+        } catch (IOException | RuntimeException noFile) {
+            ExitCode code = exitValue == 0 ? ExitCode.BOOT_FAILED : ExitCode.of(exitValue);
+            return new CliException(code == ExitCode.ERROR ? ExitCode.BOOT_FAILED : code, "SUPERVISOR_DIED",
+                    "the supervisor exited with code " + exitValue + " before the sandbox was ready. Its log (tail):\n"
+                            + tail, null, null);
+        }
+    }
+
+    /** Echoes the supervisor's progress lines; its other output (JVM logging) stays in the log. */
+    private void echo(String line) {
+        if (line.startsWith("[qvm] ")) {
+            progress.line(line.substring(6));
+        }
+    }
+
+    private static Optional<Path> setsid() {
+        for (String dir : new String[] {"/usr/bin", "/bin"}) {
+            Path p = Path.of(dir, "setsid");
+            if (Files.isExecutable(p)) {
+                return Optional.of(p);
+            }
+        }
+        return Optional.empty();
+    }
+
+    private static File nullDevice() {
+        return new File(System.getProperty("os.name", "").startsWith("Windows") ? "NUL" : "/dev/null");
+    }
+
+    /** Reads complete lines appended to a file since the last poll. */
+    static final class LineFollower {
+        private final FileChannel ch;
+        private final StringBuilder partial = new StringBuilder();
+        private long position;
+
+        LineFollower(FileChannel ch) {
+            this.ch = ch;
+        }
+
+        void poll(java.util.function.Consumer<String> lines) throws IOException {
+            ByteBuffer buf = ByteBuffer.allocate(8192);
+            while (true) {
+                buf.clear();
+                int n = ch.read(buf, position);
+                if (n <= 0) {
+                    return;
+                }
+                position += n;
+                partial.append(new String(buf.array(), 0, n, StandardCharsets.UTF_8));
+                int nl;
+                while ((nl = partial.indexOf("\n")) >= 0) {
+                    lines.accept(partial.substring(0, nl).stripTrailing());
+                    partial.delete(0, nl + 1);
+                }
+            }
+        }
+    }
+}

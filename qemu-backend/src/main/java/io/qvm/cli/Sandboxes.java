@@ -1,0 +1,120 @@
+package io.qvm.cli;
+
+import io.qvm.backend.process.OwnerRecord;
+import io.qvm.backend.process.SandboxState;
+import io.qvm.backend.process.StateDirectory;
+import io.qvm.cli.control.ReadyFile;
+import java.io.IOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The sandboxes of a state directory as the CLI sees them: each sandbox's owner record, its
+ * {@code ready.json} (written by a CLI supervisor) and whether the processes named there live.
+ *
+ * <table>
+ * <caption>state</caption>
+ * <tr><td>{@code running}</td><td>ready.json present, its supervisor and QEMU alive: reachable through its control socket</td></tr>
+ * <tr><td>{@code booting}</td><td>owned by a live {@code qvm} process that has not written ready.json yet</td></tr>
+ * <tr><td>{@code unmanaged}</td><td>owned by a live process that is not the qvm CLI (a program using the library)</td></tr>
+ * <tr><td>{@code exiting}</td><td>ready.json present, owner alive, QEMU gone: stopping</td></tr>
+ * <tr><td>{@code stale}</td><td>the owner is gone: the next backend start (or {@code qvm down}) reaps it</td></tr>
+ * <tr><td>{@code unreadable}</td><td>owner.json missing or invalid</td></tr>
+ * </table>
+ */
+final class Sandboxes {
+
+    /** One sandbox. {@code ready} and {@code owner} are null when absent/unreadable. */
+    record Entry(SandboxState state, OwnerRecord owner, ReadyFile ready, String status, boolean ownerAlive,
+            boolean ownerIsCli, Long qemuPid, boolean qemuAlive) {
+
+        String id() {
+            return state.id();
+        }
+
+        boolean running() {
+            return status.equals("running");
+        }
+
+        /** Seconds since QEMU (or, before it, the record) started; null if unknown. */
+        Long uptimeSeconds(Instant now) {
+            Instant start = owner == null ? null : owner.qemuStartedAt() != null ? owner.qemuStartedAt() : owner.createdAt();
+            return start == null ? null : Math.max(0, Duration.between(start, now).toSeconds());
+        }
+
+        String ownerKind() {
+            if (ready != null) {
+                return ready.detached() ? "supervisor" : "foreground";
+            }
+            return ownerIsCli ? "cli" : owner == null ? "unknown" : "library";
+        }
+    }
+
+    private Sandboxes() {
+    }
+
+    static List<Entry> list(StateDirectory states) throws IOException {
+        List<Entry> out = new ArrayList<>();
+        for (SandboxState s : states.list()) {
+            out.add(describe(s));
+        }
+        return out;
+    }
+
+    static Optional<Entry> find(StateDirectory states, String id) {
+        try {
+            StateDirectory.checkSandboxId(id);
+        } catch (IllegalArgumentException e) {
+            return Optional.empty();
+        }
+        return states.find(id).map(Sandboxes::describe);
+    }
+
+    static Entry describe(SandboxState s) {
+        OwnerRecord owner;
+        try {
+            owner = s.owner();
+        } catch (IOException | RuntimeException e) {
+            return new Entry(s, null, ReadyFile.read(s.dir()).orElse(null), "unreadable", false, false, null, false);
+        }
+        ReadyFile ready = ReadyFile.read(s.dir()).orElse(null);
+        Optional<ProcessHandle> ownerHandle = alive(owner.ownerPid(), owner.ownerStartedAt());
+        boolean ownerAlive = ownerHandle.isPresent();
+        boolean ownerIsCli = ownerHandle.map(Sandboxes::isQvmCli).orElse(false);
+        Long qemuPid = owner.qemuPid() != null ? owner.qemuPid()
+                : s.pidFromPidFile().isPresent() ? Long.valueOf(s.pidFromPidFile().getAsLong()) : null;
+        boolean qemuAlive = qemuPid != null && alive(qemuPid, owner.qemuStartedAt()).isPresent();
+        String status;
+        if (!ownerAlive) {
+            status = "stale";
+        } else if (ready != null) {
+            status = qemuAlive ? "running" : "exiting";
+        } else {
+            status = ownerIsCli ? "booting" : "unmanaged";
+        }
+        return new Entry(s, owner, ready, status, ownerAlive, ownerIsCli, qemuPid, qemuAlive);
+    }
+
+    /** The process {@code pid} if it is alive and (when recorded) started at {@code startedAt} ± 1 s. */
+    static Optional<ProcessHandle> alive(long pid, Instant startedAt) {
+        Optional<ProcessHandle> h = ProcessHandle.of(pid).filter(ProcessHandle::isAlive);
+        if (h.isEmpty() || startedAt == null) {
+            return h;
+        }
+        Optional<Instant> actual = h.get().info().startInstant();
+        if (actual.isPresent() && Duration.between(startedAt, actual.get()).abs().compareTo(Duration.ofSeconds(1)) > 0) {
+            return Optional.empty(); // the pid was reused
+        }
+        return h;
+    }
+
+    /** Whether a process runs {@code io.qvm.cli.QvmCli} (its command line says so). */
+    static boolean isQvmCli(ProcessHandle h) {
+        return h.pid() == ProcessHandle.current().pid()
+                || h.info().commandLine().map(c -> c.contains(QvmCli.class.getName())).orElse(false)
+                || h.info().arguments().map(a -> List.of(a).contains(QvmCli.class.getName())).orElse(false);
+    }
+}
