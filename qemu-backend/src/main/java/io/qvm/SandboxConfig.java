@@ -26,7 +26,7 @@ import java.util.Objects;
  * <caption>SandboxConfig fields</caption>
  * <tr><th>field</th><th>allowed</th><th>default</th><th>lands in</th></tr>
  * <tr><td>{@code vcpus}</td><td>1..64</td><td>2</td><td>QEMU {@code -smp}; {@code qvm.cpus}</td></tr>
- * <tr><td>{@code memoryMib}</td><td>512..65536</td><td>1024</td><td>QEMU {@code -m}</td></tr>
+ * <tr><td>{@code memoryMib}</td><td>576..65536</td><td>1024</td><td>QEMU {@code -m}</td></tr>
  * <tr><td>{@code bootTimeout}</td><td>1 s..30 min</td><td>180 s</td><td>host deadline from QEMU start to worker READY
  *     (TCG is slow: a cold boot to a JVM took 9.4 s on a quiet 2-core machine, and far longer under load)</td></tr>
  * <tr><td>{@code requestTimeout}</td><td>100 ms..30 min</td><td>60 s</td><td>host deadline per request; an overrun kills and replaces the sandbox</td></tr>
@@ -61,7 +61,8 @@ public final class SandboxConfig {
 
     static final int MIN_VCPUS = 1;
     static final int MAX_VCPUS = 64;
-    static final int MIN_MEMORY_MIB = 512;
+    /** The smallest guest: overhead + minimum heap + the default 64 MiB /tmp = 576 MiB. */
+    static final int MIN_MEMORY_MIB = GUEST_OVERHEAD_MIB + MIN_WORKER_HEAP_MIB + 64;
     static final int MAX_MEMORY_MIB = 65536;
     static final Duration MIN_BOOT_TIMEOUT = Duration.ofSeconds(1);
     static final Duration MAX_BOOT_TIMEOUT = Duration.ofMinutes(30);
@@ -303,7 +304,11 @@ public final class SandboxConfig {
             return this;
         }
 
-        /** Guest memory in MiB, 512..65536 (and see the memory budget checked by {@link #build()}). */
+        /**
+         * Guest memory in MiB, 576..65536: 576 is the {@value SandboxConfig#GUEST_OVERHEAD_MIB} MiB overhead +
+         * the {@value SandboxConfig#MIN_WORKER_HEAP_MIB} MiB minimum heap + the default 64 MiB {@code /tmp}
+         * (see the memory budget checked by {@link #build()}).
+         */
         public Builder memoryMib(int memoryMib) {
             this.memoryMib = (int) checkRange("memoryMib", memoryMib, MIN_MEMORY_MIB, MAX_MEMORY_MIB, " MiB");
             return this;

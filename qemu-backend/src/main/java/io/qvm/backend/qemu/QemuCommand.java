@@ -1,0 +1,155 @@
+package io.qvm.backend.qemu;
+
+import io.qvm.Accelerator;
+import io.qvm.SandboxConfig;
+import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.probe.QemuVersion;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The QEMU command line for one sandbox: a pure function from {@link QemuCommandInput} to argv.
+ * No I/O, no environment, no clock — golden files pin its output for every host/guest pair.
+ *
+ * <p>What every command line has, in this order:
+ * <ol>
+ * <li>{@code -nodefaults -no-user-config -display none -no-reboot}: no default devices (so no
+ *     NIC, no VGA, no monitor on stdio), no config files from the host, a guest reboot (and
+ *     {@code panic=-1}) ends QEMU;</li>
+ * <li>machine, accelerator and CPU from {@link MachineProfile};</li>
+ * <li>{@code -smp}, {@code -m} from the {@link SandboxConfig};</li>
+ * <li>direct kernel boot: {@code -kernel -initrd -append} with the kernel command line of
+ *     {@link #kernelCommandLine};</li>
+ * <li>the serial console into a file ({@code -chardev file,id=con} + {@code -serial chardev:con});</li>
+ * <li>QMP on a unix socket ({@code -chardev socket,id=qmp,…,server=on,wait=off} +
+ *     {@code -mon chardev=qmp,mode=control}) and {@code -pidfile};</li>
+ * <li>Linux hosts: {@code -sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny}
+ *     (QEMU's seccomp filter; macOS and Windows builds have no seccomp);</li>
+ * <li>panic → exit: {@code -action panic=exit-failure} (QEMU ≥ 7.1; {@code panic=shutdown} on
+ *     6.0–7.0) and the machine's pvpanic device where the guest can find it (not on microvm);</li>
+ * <li>the worker channel: {@code virtio-serial-device}/{@code -pci} + chardev {@code qvmw} +
+ *     {@code virtserialport name=qvm.worker}, or {@code vhost-vsock-device}/{@code -pci} with the
+ *     guest CID.</li>
+ * </ol>
+ * Never a network device of any kind: no {@code -nic}, {@code -netdev}, {@code -net}.
+ *
+ * <p>Version gates: qvm needs QEMU ≥ 6.0 ({@code -action}, {@code pvpanic-pci}); on Windows ≥ 7.1
+ * (unix-socket chardevs on Windows arrived in 7.1).
+ */
+public final class QemuCommand {
+
+    /** Oldest QEMU qvm builds command lines for. */
+    public static final QemuVersion MIN_QEMU = new QemuVersion(6, 0, 0);
+    /** Oldest QEMU with AF_UNIX chardevs on Windows. */
+    public static final QemuVersion MIN_QEMU_WINDOWS = new QemuVersion(7, 1, 0);
+    /** Longest unix socket path in bytes: {@code sun_path} is 104 bytes on macOS/BSD (108 on Linux), minus the NUL. */
+    public static final int MAX_SOCKET_PATH_BYTES = 103;
+
+    /** The QEMU seccomp sandbox options used on Linux hosts. */
+    public static final String SECCOMP = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny";
+
+    private QemuCommand() {
+    }
+
+    /**
+     * Builds the argv (argv[0] is the QEMU binary).
+     *
+     * @throws UnsupportedQemuSetupException when the inputs describe a VM this QEMU cannot run:
+     *     too old a QEMU, a socket path too long, vsock off Linux, a hardware accelerator for a
+     *     foreign guest, AUTO instead of a concrete accelerator
+     */
+    public static List<String> build(QemuCommandInput in) {
+        checkVersion(in);
+        MachineProfile p = MachineProfile.select(in.hostOs(), in.hostArch(), in.guestArch(), in.accelerator(),
+                in.qemuVersion());
+        SandboxConfig c = in.config();
+        List<String> a = new ArrayList<>();
+        a.add(in.qemuBinary().toString());
+        add(a, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot");
+        add(a, "-M", p.machine(), "-accel", p.accel(), "-cpu", p.cpu());
+        add(a, "-smp", Integer.toString(c.vcpus()), "-m", c.memoryMib() + "M");
+        add(a, "-kernel", in.kernel().toString(), "-initrd", in.initrd().toString());
+        add(a, "-append", kernelCommandLine(p, c, in.transport()));
+        add(a, "-chardev", "file,id=con,path=" + opt(in.consoleLog()), "-serial", "chardev:con");
+        add(a, "-chardev", "socket,id=qmp,path=" + socketOpt("qmpSocket", in.qmpSocket()) + ",server=on,wait=off",
+                "-mon", "chardev=qmp,mode=control");
+        add(a, "-pidfile", in.pidFile().toString());
+        if (in.hostOs() == HostOs.LINUX) {
+            add(a, "-sandbox", SECCOMP);
+        }
+        add(a, "-action", in.qemuVersion().atLeast(7, 1) ? "panic=exit-failure" : "panic=shutdown");
+        p.pvpanic().ifPresent(d -> add(a, "-device", d));
+        String bus = p.mmio() ? "device" : "pci";
+        if (in.transport() instanceof GuestTransport.Serial) {
+            GuestTransport.Serial s = (GuestTransport.Serial) in.transport();
+            add(a, "-device", "virtio-serial-" + bus);
+            add(a, "-chardev", "socket,id=" + GuestTransport.CHARDEV_ID + ",path=" + socketOpt("serial socket",
+                    s.socket()) + ",server=on,wait=off");
+            add(a, "-device", "virtserialport,chardev=" + GuestTransport.CHARDEV_ID + ",name="
+                    + GuestTransport.PORT_NAME);
+        } else {
+            GuestTransport.Vsock v = (GuestTransport.Vsock) in.transport();
+            if (in.hostOs() != HostOs.LINUX) {
+                throw new UnsupportedQemuSetupException("vsock needs vhost-vsock, which only Linux hosts have (this "
+                        + "host is " + in.hostOs() + "): use transport SERIAL");
+            }
+            add(a, "-device", "vhost-vsock-" + bus + ",guest-cid=" + v.guestCid());
+        }
+        return List.copyOf(a);
+    }
+
+    /**
+     * The kernel command line, per CONTRACTS.md: the console, {@code panic=-1}, and the
+     * {@code qvm.*} keys the guest init reads.
+     */
+    public static String kernelCommandLine(MachineProfile p, SandboxConfig c, GuestTransport t) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("console=").append(p.consoleDevice()).append(" panic=-1");
+        if (t instanceof GuestTransport.Serial) {
+            sb.append(" qvm.transport=serial qvm.port=").append(GuestTransport.PORT_NAME);
+        } else {
+            sb.append(" qvm.transport=vsock qvm.vsock_port=").append(((GuestTransport.Vsock) t).port());
+        }
+        sb.append(" qvm.xmx_mib=").append(c.workerHeapMib());
+        sb.append(" qvm.cpus=").append(c.workerCpus());
+        sb.append(" qvm.tmp_mib=").append(c.guestTmpMib());
+        sb.append(" qvm.platform=").append(c.runscPlatform().kernelValue());
+        return sb.toString();
+    }
+
+    private static void checkVersion(QemuCommandInput in) {
+        if (in.qemuVersion().compareTo(MIN_QEMU) < 0) {
+            throw new UnsupportedQemuSetupException("QEMU " + in.qemuVersion() + " at " + in.qemuBinary()
+                    + " is too old: qvm needs QEMU >= " + MIN_QEMU + "; upgrade QEMU");
+        }
+        if (in.hostOs() == HostOs.WINDOWS && in.qemuVersion().compareTo(MIN_QEMU_WINDOWS) < 0) {
+            throw new UnsupportedQemuSetupException("QEMU " + in.qemuVersion() + " on Windows has no unix-socket "
+                    + "chardevs (they arrived in " + MIN_QEMU_WINDOWS + "); upgrade QEMU");
+        }
+        if (in.accelerator() == Accelerator.AUTO) {
+            throw new UnsupportedQemuSetupException("accelerator AUTO must be resolved (AcceleratorSelector) before "
+                    + "building a QEMU command line");
+        }
+    }
+
+    /** A path as a QemuOpts value: commas are doubled. */
+    static String opt(Path path) {
+        return path.toString().replace(",", ",,");
+    }
+
+    private static String socketOpt(String what, Path socket) {
+        int len = socket.toString().getBytes(StandardCharsets.UTF_8).length;
+        if (len > MAX_SOCKET_PATH_BYTES) {
+            throw new UnsupportedQemuSetupException(what + " path is " + len + " bytes, longer than the "
+                    + MAX_SOCKET_PATH_BYTES + " a unix socket path may have on every OS: " + socket
+                    + " — use a shorter state/runtime directory (e.g. under /tmp)");
+        }
+        return opt(socket);
+    }
+
+    private static void add(List<String> argv, String... args) {
+        argv.addAll(List.of(args));
+    }
+}

@@ -1,0 +1,135 @@
+package io.qvm.backend.qemu;
+
+import io.qvm.Accelerator;
+import io.qvm.SandboxConfig;
+import io.qvm.backend.probe.Arch;
+import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.probe.QemuVersion;
+import java.nio.file.Path;
+import java.util.Objects;
+
+/**
+ * Everything {@link QemuCommand} needs — and nothing it may look up by itself: the argv is a pure
+ * function of this value. Build with {@link #builder()}.
+ *
+ * <p>The runsc platform comes from {@link SandboxConfig#runscPlatform()} (one source of truth),
+ * like every other size and limit.
+ *
+ * @param hostOs      host OS family
+ * @param hostArch    host CPU architecture
+ * @param guestArch   guest CPU architecture
+ * @param accelerator a concrete accelerator (the {@code AcceleratorSelector}'s choice, not AUTO)
+ * @param qemuVersion the QEMU that will run the argv (for version-gated flags)
+ * @param qemuBinary  argv[0]
+ * @param config      sizes and limits
+ * @param kernel      the image's {@code vmlinuz}
+ * @param initrd      the image's {@code initramfs.cpio.gz}
+ * @param qmpSocket   unix socket QEMU listens on for QMP
+ * @param consoleLog  file receiving the guest's serial console
+ * @param pidFile     file QEMU writes its pid to
+ * @param transport   virtio-serial (with its socket) or vsock (with the guest CID)
+ */
+public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
+        QemuVersion qemuVersion, Path qemuBinary, SandboxConfig config, Path kernel, Path initrd, Path qmpSocket,
+        Path consoleLog, Path pidFile, GuestTransport transport) {
+
+    public QemuCommandInput {
+        Objects.requireNonNull(hostOs, "hostOs");
+        Objects.requireNonNull(hostArch, "hostArch");
+        Objects.requireNonNull(guestArch, "guestArch");
+        Objects.requireNonNull(accelerator, "accelerator");
+        Objects.requireNonNull(qemuVersion, "qemuVersion");
+        Objects.requireNonNull(qemuBinary, "qemuBinary");
+        Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(kernel, "kernel");
+        Objects.requireNonNull(initrd, "initrd");
+        Objects.requireNonNull(qmpSocket, "qmpSocket");
+        Objects.requireNonNull(consoleLog, "consoleLog");
+        Objects.requireNonNull(pidFile, "pidFile");
+        Objects.requireNonNull(transport, "transport");
+    }
+
+    /** A builder; every field must be set. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Builder for {@link QemuCommandInput}; {@link #build()} checks every field is set. */
+    public static final class Builder {
+        private HostOs hostOs;
+        private Arch hostArch;
+        private Arch guestArch;
+        private Accelerator accelerator;
+        private QemuVersion qemuVersion;
+        private Path qemuBinary;
+        private SandboxConfig config;
+        private Path kernel;
+        private Path initrd;
+        private Path qmpSocket;
+        private Path consoleLog;
+        private Path pidFile;
+        private GuestTransport transport;
+
+        private Builder() {
+        }
+
+        public Builder host(HostOs os, Arch arch) {
+            this.hostOs = os;
+            this.hostArch = arch;
+            return this;
+        }
+
+        public Builder guestArch(Arch guestArch) {
+            this.guestArch = guestArch;
+            return this;
+        }
+
+        public Builder accelerator(Accelerator accelerator) {
+            this.accelerator = accelerator;
+            return this;
+        }
+
+        public Builder qemu(Path binary, QemuVersion version) {
+            this.qemuBinary = binary;
+            this.qemuVersion = version;
+            return this;
+        }
+
+        public Builder config(SandboxConfig config) {
+            this.config = config;
+            return this;
+        }
+
+        public Builder image(Path kernel, Path initrd) {
+            this.kernel = kernel;
+            this.initrd = initrd;
+            return this;
+        }
+
+        public Builder qmpSocket(Path qmpSocket) {
+            this.qmpSocket = qmpSocket;
+            return this;
+        }
+
+        public Builder consoleLog(Path consoleLog) {
+            this.consoleLog = consoleLog;
+            return this;
+        }
+
+        public Builder pidFile(Path pidFile) {
+            this.pidFile = pidFile;
+            return this;
+        }
+
+        public Builder transport(GuestTransport transport) {
+            this.transport = transport;
+            return this;
+        }
+
+        /** @throws NullPointerException naming the first missing field */
+        public QemuCommandInput build() {
+            return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, config,
+                    kernel, initrd, qmpSocket, consoleLog, pidFile, transport);
+        }
+    }
+}

@@ -1,0 +1,64 @@
+package io.qvm.backend.qemu;
+
+import io.qvm.Accelerator;
+import io.qvm.SandboxConfig;
+import io.qvm.backend.probe.Arch;
+import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.probe.QemuVersion;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/** The host/guest/accelerator pairs pinned by golden files, with fixed paths per OS. */
+final class GoldenCases {
+
+    private GoldenCases() {
+    }
+
+    static final SandboxConfig CONFIG = SandboxConfig.defaults();
+
+    static QemuCommandInput.Builder unix(HostOs os, Arch host, Arch guest, Accelerator a, String version, String bin) {
+        String run = os == HostOs.MACOS ? "/Users/qvm/Library/Caches/qvm/run/s1" : "/run/user/1000/qvm/s1";
+        String img = os == HostOs.MACOS ? "/Users/qvm/qvm/out/image/" : "/srv/qvm/out/image/";
+        return QemuCommandInput.builder().host(os, host).guestArch(guest).accelerator(a)
+                .qemu(Path.of(bin), QemuVersion.of(version)).config(CONFIG)
+                .image(Path.of(img + guest.qemuName() + "/vmlinuz"),
+                        Path.of(img + guest.qemuName() + "/initramfs.cpio.gz"))
+                .qmpSocket(Path.of(run + "/qmp.sock")).consoleLog(Path.of(run + "/console.log"))
+                .pidFile(Path.of(run + "/qemu.pid"))
+                .transport(new GuestTransport.Serial(Path.of(run + "/worker.sock")));
+    }
+
+    static Map<String, QemuCommandInput> all() {
+        Map<String, QemuCommandInput> m = new LinkedHashMap<>();
+        m.put("linux-x86_64-kvm", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.KVM, "7.2.22",
+                "/usr/bin/qemu-system-x86_64").build());
+        m.put("linux-x86_64-tcg", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, "7.2.22",
+                "/usr/bin/qemu-system-x86_64").build());
+        m.put("linux-x86_64-tcg-qemu-6.2", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, "6.2.0",
+                "/usr/bin/qemu-system-x86_64").build());
+        m.put("linux-x86_64-kvm-vsock", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.KVM, "7.2.22",
+                "/usr/bin/qemu-system-x86_64").transport(new GuestTransport.Vsock(42, 5000)).build());
+        m.put("linux-aarch64-kvm", unix(HostOs.LINUX, Arch.AARCH64, Arch.AARCH64, Accelerator.KVM, "7.2.22",
+                "/usr/bin/qemu-system-aarch64").build());
+        m.put("linux-x86_64-host-aarch64-guest-tcg", unix(HostOs.LINUX, Arch.X86_64, Arch.AARCH64, Accelerator.TCG,
+                "7.2.22", "/usr/bin/qemu-system-aarch64").build());
+        m.put("macos-aarch64-hvf", unix(HostOs.MACOS, Arch.AARCH64, Arch.AARCH64, Accelerator.HVF, "9.2.0",
+                "/opt/homebrew/bin/qemu-system-aarch64").build());
+        m.put("macos-aarch64-host-x86_64-guest-tcg", unix(HostOs.MACOS, Arch.AARCH64, Arch.X86_64, Accelerator.TCG,
+                "9.2.0", "/opt/homebrew/bin/qemu-system-x86_64").build());
+        m.put("macos-x86_64-hvf", unix(HostOs.MACOS, Arch.X86_64, Arch.X86_64, Accelerator.HVF, "9.2.0",
+                "/usr/local/bin/qemu-system-x86_64").build());
+        String win = "C:\\Users\\qvm\\AppData\\Local\\qvm\\run\\s1\\";
+        m.put("windows-x86_64-whpx", QemuCommandInput.builder().host(HostOs.WINDOWS, Arch.X86_64)
+                .guestArch(Arch.X86_64).accelerator(Accelerator.WHPX)
+                .qemu(Path.of("C:\\Program Files\\qemu\\qemu-system-x86_64.exe"), QemuVersion.of("9.2.0"))
+                .config(CONFIG)
+                .image(Path.of("C:\\qvm\\out\\image\\x86_64\\vmlinuz"),
+                        Path.of("C:\\qvm\\out\\image\\x86_64\\initramfs.cpio.gz"))
+                .qmpSocket(Path.of(win + "qmp.sock")).consoleLog(Path.of(win + "console.log"))
+                .pidFile(Path.of(win + "qemu.pid")).transport(new GuestTransport.Serial(Path.of(win + "worker.sock")))
+                .build());
+        return m;
+    }
+}

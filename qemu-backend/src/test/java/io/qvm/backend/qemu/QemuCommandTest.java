@@ -1,0 +1,140 @@
+package io.qvm.backend.qemu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.qvm.Accelerator;
+import io.qvm.RunscPlatform;
+import io.qvm.SandboxConfig;
+import io.qvm.backend.probe.Arch;
+import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.probe.QemuVersion;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class QemuCommandTest {
+
+    private static QemuCommandInput.Builder linuxTcg() {
+        return GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, "7.2.22",
+                "/usr/bin/qemu-system-x86_64");
+    }
+
+    private static String after(List<String> argv, String flag) {
+        return argv.get(argv.indexOf(flag) + 1);
+    }
+
+    @Test
+    void sizesComeFromTheConfig() {
+        SandboxConfig c = SandboxConfig.builder().vcpus(4).memoryMib(3000).guestTmpMib(200)
+                .runscPlatform(RunscPlatform.PTRACE).build();
+        List<String> argv = QemuCommand.build(linuxTcg().config(c).build());
+        assertEquals("4", after(argv, "-smp"));
+        assertEquals("3000M", after(argv, "-m"));
+        assertEquals("console=ttyS0 panic=-1 qvm.transport=serial qvm.port=qvm.worker qvm.xmx_mib="
+                + (3000 - 384 - 200) + " qvm.cpus=4 qvm.tmp_mib=200 qvm.platform=ptrace", after(argv, "-append"));
+    }
+
+    @Test
+    void aarch64ConsoleIsTtyAma0() {
+        List<String> argv = QemuCommand.build(GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.AARCH64,
+                Accelerator.TCG, "7.2.22", "/usr/bin/qemu-system-aarch64").build());
+        assertTrue(after(argv, "-append").startsWith("console=ttyAMA0 panic=-1 "));
+        assertEquals("max", after(argv, "-cpu"));
+        assertEquals("virt,gic-version=max", after(argv, "-M"));
+        assertEquals("tcg,thread=multi", after(argv, "-accel"));
+    }
+
+    @Test
+    void x86GuestOnArmHostIsSingleThreadedTcg() {
+        List<String> argv = QemuCommand.build(GoldenCases.unix(HostOs.MACOS, Arch.AARCH64, Arch.X86_64,
+                Accelerator.TCG, "9.2.0", "/opt/homebrew/bin/qemu-system-x86_64").build());
+        assertEquals("tcg,thread=single", after(argv, "-accel"));
+    }
+
+    @Test
+    void socketPathsLongerThan103BytesAreRejected() {
+        String longDir = "/tmp/" + "d".repeat(90);
+        Path ok = Path.of("/tmp/" + "s".repeat(98));
+        assertEquals(103, ok.toString().length());
+        QemuCommand.build(linuxTcg().qmpSocket(ok).build());
+        UnsupportedQemuSetupException e = assertThrows(UnsupportedQemuSetupException.class,
+                () -> QemuCommand.build(linuxTcg().qmpSocket(Path.of(longDir + "/qmp.sock")).build()));
+        assertTrue(e.getMessage().startsWith("qmpSocket path is 104 bytes, longer than the 103"), e.getMessage());
+        UnsupportedQemuSetupException e2 = assertThrows(UnsupportedQemuSetupException.class, () -> QemuCommand.build(
+                linuxTcg().transport(new GuestTransport.Serial(Path.of(longDir + "/wrk.sock"))).build()));
+        assertTrue(e2.getMessage().startsWith("serial socket path is 104 bytes"), e2.getMessage());
+        // bytes, not chars: 52 two-byte characters are 104 bytes
+        assertThrows(UnsupportedQemuSetupException.class,
+                () -> QemuCommand.build(linuxTcg().qmpSocket(Path.of("é".repeat(52))).build()));
+    }
+
+    @Test
+    void commasInPathsAreDoubled() {
+        List<String> argv = QemuCommand.build(linuxTcg().consoleLog(Path.of("/tmp/a,b/console.log"))
+                .qmpSocket(Path.of("/tmp/a,b/qmp.sock")).build());
+        assertTrue(argv.contains("file,id=con,path=/tmp/a,,b/console.log"), argv.toString());
+        assertTrue(argv.contains("socket,id=qmp,path=/tmp/a,,b/qmp.sock,server=on,wait=off"), argv.toString());
+    }
+
+    @Test
+    void vsockOnlyOnLinux() {
+        UnsupportedQemuSetupException e = assertThrows(UnsupportedQemuSetupException.class, () -> QemuCommand.build(
+                GoldenCases.unix(HostOs.MACOS, Arch.AARCH64, Arch.AARCH64, Accelerator.HVF, "9.2.0", "/q")
+                        .transport(new GuestTransport.Vsock(3, 5000)).build()));
+        assertTrue(e.getMessage().contains("use transport SERIAL"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new GuestTransport.Vsock(2, 5000));
+        assertThrows(IllegalArgumentException.class, () -> new GuestTransport.Vsock(0xFFFF_FFFFL, 5000));
+    }
+
+    @Test
+    void vsockPortGoesOnTheKernelCommandLine() {
+        List<String> argv = QemuCommand.build(linuxTcg().transport(new GuestTransport.Vsock(7, 6000)).build());
+        assertTrue(after(argv, "-append").contains(" qvm.transport=vsock qvm.vsock_port=6000 "));
+        assertTrue(argv.contains("vhost-vsock-pci,guest-cid=7"), argv.toString());
+        assertTrue(argv.stream().noneMatch(a -> a.startsWith("virtserialport")));
+    }
+
+    @Test
+    void versionGates() {
+        assertTrue(QemuCommand.build(linuxTcg().build()).contains("panic=exit-failure"));
+        List<String> old = QemuCommand.build(linuxTcg().qemu(Path.of("/q"), QemuVersion.of("7.0.0")).build());
+        assertEquals("panic=shutdown", after(old, "-action"));
+        UnsupportedQemuSetupException tooOld = assertThrows(UnsupportedQemuSetupException.class,
+                () -> QemuCommand.build(linuxTcg().qemu(Path.of("/q"), QemuVersion.of("5.2.0")).build()));
+        assertTrue(tooOld.getMessage().contains("qvm needs QEMU >= 6.0.0"), tooOld.getMessage());
+        QemuCommandInput winOld = GoldenCases.all().get("windows-x86_64-whpx");
+        UnsupportedQemuSetupException w = assertThrows(UnsupportedQemuSetupException.class, () -> QemuCommand.build(
+                new QemuCommandInput(winOld.hostOs(), winOld.hostArch(), winOld.guestArch(), winOld.accelerator(),
+                        QemuVersion.of("7.0.0"), winOld.qemuBinary(), winOld.config(), winOld.kernel(),
+                        winOld.initrd(), winOld.qmpSocket(), winOld.consoleLog(), winOld.pidFile(),
+                        winOld.transport())));
+        assertTrue(w.getMessage().contains("unix-socket chardevs"), w.getMessage());
+        assertThrows(UnsupportedQemuSetupException.class, () -> QemuCommand.build(
+                GoldenCases.unix(HostOs.MACOS, Arch.AARCH64, Arch.AARCH64, Accelerator.HVF, "6.1.0", "/q").build()));
+    }
+
+    @Test
+    void seccompOnlyOnLinux() {
+        assertTrue(QemuCommand.build(linuxTcg().build()).contains("-sandbox"));
+        for (String name : List.of("macos-aarch64-hvf", "windows-x86_64-whpx")) {
+            assertTrue(!QemuCommand.build(GoldenCases.all().get(name)).contains("-sandbox"), name);
+        }
+    }
+
+    @Test
+    void autoAndForeignHardwareAcceleratorsAreRejected() {
+        assertThrows(UnsupportedQemuSetupException.class,
+                () -> QemuCommand.build(linuxTcg().accelerator(Accelerator.AUTO).build()));
+        UnsupportedQemuSetupException e = assertThrows(UnsupportedQemuSetupException.class, () -> QemuCommand.build(
+                GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.AARCH64, Accelerator.KVM, "7.2.22", "/q").build()));
+        assertTrue(e.getMessage().contains("use TCG"), e.getMessage());
+    }
+
+    @Test
+    void pureFunction() {
+        QemuCommandInput in = linuxTcg().build();
+        assertEquals(QemuCommand.build(in), QemuCommand.build(in));
+    }
+}
