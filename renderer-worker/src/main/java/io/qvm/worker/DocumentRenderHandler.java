@@ -44,8 +44,15 @@ public final class DocumentRenderHandler implements RenderHandler {
         return watchdog.healthy();
     }
 
+    /** {@code -Dqvm.warmup=false} skips the warm-up (measurements only). */
+    public static final String WARM_UP_PROPERTY = "qvm.warmup";
+
     @Override
     public void warmUp() {
+        if ("false".equals(System.getProperty(WARM_UP_PROPERTY))) {
+            log.info("warm-up skipped (" + WARM_UP_PROPERTY + "=false)");
+            return;
+        }
         warmUp("warmup.svg", RenderRequest.Type.SVG);
         warmUp("warmup.pdf", RenderRequest.Type.PDF);
     }

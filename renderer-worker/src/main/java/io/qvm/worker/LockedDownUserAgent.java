@@ -30,7 +30,6 @@ final class LockedDownUserAgent extends UserAgentAdapter {
 
     private final Dimension2D viewport;
     private final long maxImagePixels;
-    private int refusedLoads;
     private boolean imageTooLarge;
 
     /**
@@ -40,11 +39,6 @@ final class LockedDownUserAgent extends UserAgentAdapter {
     LockedDownUserAgent(Dimension2D viewport, long maxImagePixels) {
         this.viewport = viewport;
         this.maxImagePixels = maxImagePixels;
-    }
-
-    /** How many resource or script loads were refused during this render. */
-    int refusedLoads() {
-        return refusedLoads;
     }
 
     /** Whether an embedded image was refused for its size (Batik does not keep the cause). */
@@ -69,7 +63,6 @@ final class LockedDownUserAgent extends UserAgentAdapter {
 
     @Override
     public void checkLoadScript(String scriptType, ParsedURL scriptURL, ParsedURL docURL) {
-        refusedLoads++;
         throw new SecurityException("scripts are not allowed");
     }
 
@@ -81,8 +74,7 @@ final class LockedDownUserAgent extends UserAgentAdapter {
     @Override
     public void checkLoadExternalResource(ParsedURL resourceURL, ParsedURL docURL) {
         if (resourceURL == null || !"data".equals(resourceURL.getProtocol())) {
-            refusedLoads++;
-            throw new SecurityException("external resources are not allowed");
+                throw new SecurityException("external resources are not allowed");
         }
         try {
             EmbeddedImageProbe.check(resourceURL, maxImagePixels);

@@ -69,6 +69,11 @@ final class ChildWorker implements AutoCloseable {
         return new ChildWorker(new ProcessBuilder(cmd).start());
     }
 
+    /** Speaks to an already started worker process. */
+    static ChildWorker attach(Process process) {
+        return new ChildWorker(process);
+    }
+
     /** Starts {@code java [jvmArgs] -jar <jar>}. */
     static ChildWorker startJar(Path jar, String... jvmArgs) throws IOException {
         List<String> cmd = new ArrayList<>();
