@@ -15,7 +15,7 @@ import java.util.List;
  * API). Progress goes to stderr, one plain line per step; with {@code --json} the result goes
  * to stdout as JSON.
  * <pre>
- *   build  [--arch x86_64|aarch64] [--out DIR] [--worker-jar PATH] [--lock FILE] [--json]
+ *   build  [--arch x86_64|aarch64|all] [--out DIR] [--worker-jar PATH] [--lock FILE] [--if-stale] [--json]
  *   info   [--arch A] [--out DIR] [--json]
  *   verify [--arch A] [--out DIR] [--json]          exit 1 if a file does not match
  *   lock   [--arch A|all] [--lock FILE] [--json]   refresh the lock from the registry
@@ -30,7 +30,8 @@ public final class ImageBuildMain {
     private static final ObjectMapper MAPPER = new ObjectMapper();
     private static final String USAGE_TEXT = String.join("\n",
             "usage: qvm-image <command> [options]",
-            "  build  [--arch x86_64|aarch64] [--out DIR] [--worker-jar PATH] [--lock FILE] [--json]",
+            "  build  [--arch x86_64|aarch64|all] [--out DIR] [--worker-jar PATH] [--lock FILE]",
+            "         [--if-stale] [--json]   (--if-stale: skip when the image is up to date)",
             "  info   [--arch A] [--out DIR] [--json]",
             "  verify [--arch A] [--out DIR] [--json]",
             "  lock   [--arch A|all] [--lock FILE] [--json]",
@@ -97,12 +98,25 @@ public final class ImageBuildMain {
         }
         ArrayNode results = MAPPER.createArrayNode();
         for (Arch a : arches) {
-            ImageBuilder.Result r = b.arch(a).build().run();
+            ImageBuilder builder = b.arch(a).build();
+            if (o.ifStale && builder.upToDate()) {
+                err.println("[image] " + a + " image is up to date, not rebuilding");
+                ImageInfo info = ImageInfo.read(o.out != null ? o.out : ImageInfo.defaultOutDir(), a);
+                ObjectNode j = results.addObject();
+                j.put("ok", true);
+                j.put("arch", a.id());
+                j.put("dir", info.dir().toString());
+                j.put("kernel_version", info.manifest().path("kernel").path("version").asText());
+                j.put("rebuilt", false);
+                continue;
+            }
+            ImageBuilder.Result r = builder.run();
             ObjectNode j = results.addObject();
             j.put("ok", true);
             j.put("arch", r.arch().id());
             j.put("dir", r.dir().toString());
             j.put("kernel_version", r.kernelVersion());
+            j.put("rebuilt", true);
             j.put("build_millis", r.millis());
             ObjectNode files = j.putObject("files");
             r.sizes().forEach((f, size) -> {
@@ -179,6 +193,7 @@ public final class ImageBuildMain {
         Path workerJar;
         Path lock;
         boolean json;
+        boolean ifStale;
 
         List<Arch> arches() {
             if (arch == null) {
@@ -203,6 +218,7 @@ public final class ImageBuildMain {
                 }
                 switch (k) {
                     case "--json" -> o.json = true;
+                    case "--if-stale" -> o.ifStale = true;
                     case "--arch", "--out", "--worker-jar", "--lock" -> {
                         if (v == null) {
                             if (rest.isEmpty()) {

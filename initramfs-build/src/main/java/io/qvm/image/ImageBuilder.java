@@ -77,6 +77,40 @@ public final class ImageBuilder {
         return new Builder();
     }
 
+    /**
+     * True if {@code <out>/<arch>/} already holds the image this builder would produce: its files
+     * match SHA256SUMS and its manifest names the same pinned packages, worker jar, JRE modules,
+     * jlink runtime, fixed limits and mtime. Lets a caller skip a rebuild; cheap (hashes only).
+     */
+    public boolean upToDate() {
+        ImageInfo info;
+        try {
+            info = ImageInfo.read(outDir, arch);
+        } catch (ImageException e) {
+            return false;
+        }
+        if (!info.ok() || !Files.isRegularFile(workerJar)) {
+            return false;
+        }
+        var m = info.manifest();
+        List<String> want = new ArrayList<>();
+        for (Entry e : lock.entries(arch)) {
+            want.add(e.name() + " " + e.version() + " " + e.sha256());
+        }
+        List<String> have = new ArrayList<>();
+        m.path("inputs").forEach(i -> have.add(i.path("name").asText() + " " + i.path("version").asText()
+                + " " + i.path("sha256").asText()));
+        List<String> modules = new ArrayList<>();
+        m.path("jre").path("modules").forEach(x -> modules.add(x.asText()));
+        return want.equals(have)
+                && m.path("worker_jar").path("sha256").asText().equals(Sha256.of(workerJar))
+                && modules.equals(jreModules.stream().sorted().toList())
+                && m.path("jre").path("jlink_runtime").asText().equals(Runtime.version().toString())
+                && m.path("fixed_limits").path("rlimit_nofile").asInt() == limits.nofile()
+                && m.path("fixed_limits").path("rlimit_nproc").asInt() == limits.nproc()
+                && m.path("source_date_epoch").asLong() == mtime;
+    }
+
     /** Runs the build. */
     public Result run() {
         long start = System.nanoTime();
@@ -139,7 +173,7 @@ public final class ImageBuilder {
             Files.copy(runsc, stage.resolve("usr/bin/runsc"));
             // kernel modules
             List<KernelModules.Module> modules =
-                    KernelModules.resolve(kernelRoot, kver, KernelModules.WANTED);
+                    KernelModules.resolve(kernelRoot, kver, KernelModules.WANTED, KernelModules.OPTIONAL);
             Path modBase = kernelRoot.resolve("lib/modules").resolve(kver);
             for (KernelModules.Module m : modules) {
                 Path dst = stage.resolve("lib/modules").resolve(kver).resolve(m.path());

@@ -27,7 +27,10 @@ public final class KernelModules {
     public static final List<String> WANTED = List.of(
             "virtio", "virtio_ring", "virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_pci",
             "virtio_mmio", "virtio_console", "vsock", "vmw_vsock_virtio_transport_common",
-            "vmw_vsock_virtio_transport", "pvpanic_pci", "pvpanic_mmio");
+            "vmw_vsock_virtio_transport");
+
+    /** Taken when the kernel has them (the arm64 cloud kernel has no pvpanic at all). */
+    public static final List<String> OPTIONAL = List.of("pvpanic_pci", "pvpanic_mmio");
 
     /** One module: its name and its path relative to {@code lib/modules/<version>/}. */
     public record Module(String name, String path) {
@@ -49,9 +52,12 @@ public final class KernelModules {
         }
     }
 
-    /** The wanted modules and their dependencies, dependencies first. */
-    public static List<Module> resolve(Path kernelRoot, String version, List<String> wanted)
-            throws IOException {
+    /**
+     * The wanted modules and their dependencies, dependencies first; optional ones only if the
+     * kernel provides them.
+     */
+    public static List<Module> resolve(Path kernelRoot, String version, List<String> wanted,
+            List<String> optional) throws IOException {
         Path base = kernelRoot.resolve("lib/modules").resolve(version);
         Map<String, Path> index = new TreeMap<>();
         try (Stream<Path> s = Files.walk(base.resolve("kernel"))) {
@@ -69,6 +75,11 @@ public final class KernelModules {
         LinkedHashSet<String> order = new LinkedHashSet<>();
         for (String w : wanted) {
             visit(norm(w), index, builtin, order, new HashSet<>(), base);
+        }
+        for (String w : optional) {
+            if (index.containsKey(norm(w))) {
+                visit(norm(w), index, builtin, order, new HashSet<>(), base);
+            }
         }
         List<Module> out = new ArrayList<>();
         for (String n : order) {

@@ -25,11 +25,18 @@ public final class PackageStore {
     private final Path cache;
     private final Consumer<String> progress;
     private final Map<String, AptRepo> repos = new HashMap<>();
+    private final Path etcApt;
     private HostAptSources.Mirrors mirrors;
 
     public PackageStore(Path cache, Consumer<String> progress) {
+        this(cache, progress, Path.of("/etc/apt"));
+    }
+
+    /** @param etcApt where the host's apt sources are read from (normally /etc/apt) */
+    PackageStore(Path cache, Consumer<String> progress, Path etcApt) {
         this.cache = cache;
         this.progress = progress;
+        this.etcApt = etcApt;
     }
 
     /** The cache directory: {@code $QVM_CACHE}, else {@code ~/.cache/qvm}. */
@@ -112,7 +119,7 @@ public final class PackageStore {
         String release = suite.replaceAll("-(security|updates)$", "");
         return repos.computeIfAbsent(release + "/" + arch, k -> {
             if (mirrors == null) {
-                mirrors = HostAptSources.mirrors();
+                mirrors = HostAptSources.mirrors(etcApt);
             }
             return new AptRepo(cache, release, arch, mirrors);
         });

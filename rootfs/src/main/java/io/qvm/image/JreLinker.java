@@ -21,13 +21,14 @@ import java.util.spi.ToolProvider;
  */
 public final class JreLinker {
     /**
-     * What the worker needs: Batik (java.desktop, java.xml, jdk.xml.dom), PDFBox
-     * (java.desktop), logging (java.logging), and sun.misc.Unsafe users (jdk.unsupported).
-     * java.desktop pulls in java.datatransfer and java.prefs.
+     * What the worker needs, from {@code jdeps --print-module-deps} on the shaded worker jar
+     * (Batik 1.19, PDFBox 3, Jackson): java.base, java.desktop (Java 2D, ImageIO, fonts; pulls in
+     * java.datatransfer, java.prefs and java.xml), jdk.xml.dom (Batik's DOM interfaces), java.sql
+     * (Jackson's optional java.sql.Date support; pulls in java.logging and java.transaction.xa)
+     * and java.logging (commons-logging's JUL backend used by PDFBox).
      */
     public static final List<String> DEFAULT_MODULES = List.of(
-            "java.base", "java.desktop", "java.logging", "java.xml", "jdk.unsupported",
-            "jdk.xml.dom");
+            "java.base", "java.desktop", "java.logging", "java.sql", "java.xml", "jdk.xml.dom");
 
     /**
      * Native libraries of java.desktop that a headless JVM never loads and that would need X11
@@ -66,7 +67,11 @@ public final class JreLinker {
         // lib/modules is bit-identical run to run.
         args.add("--disable-plugin");
         args.add("system-modules");
-        args.add("--strip-debug");
+        // --strip-java-debug-attributes, not --strip-debug: on Linux the latter also runs the
+        // host's objcopy over the native libraries, which fails for another architecture and
+        // would make the output depend on the host's binutils. Debian's jmods carry stripped
+        // native libraries already.
+        args.add("--strip-java-debug-attributes");
         args.add("--no-header-files");
         args.add("--no-man-pages");
         args.add("--compress=2");
