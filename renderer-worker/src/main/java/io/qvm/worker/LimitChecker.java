@@ -18,8 +18,6 @@ public final class LimitChecker {
     public static final int MAX_SVG_DEPTH = 200;
     /** Most elements an SVG may expand to, counting each {@code <use>} as a copy of what it references. */
     public static final long MAX_SVG_EXPANDED_ELEMENTS = 200_000;
-    /** Headroom left under maxResponseBytes for the RENDER_RESULT header, which travels in the same frame limit check. */
-    private static final int HEADER_HEADROOM = 0;
 
     private final Limits limits;
 
@@ -63,9 +61,9 @@ public final class LimitChecker {
         }
     }
 
-    /** The most PNG bytes a RENDER_RESULT may carry. */
+    /** The most PNG bytes a RENDER_RESULT may carry (the frame limit applies to the body; the header has its own). */
     public int maxOutputBytes() {
-        return limits.maxResponseBytes() - HEADER_HEADROOM;
+        return limits.maxResponseBytes();
     }
 
     /** Memory PDFBox may use for its stream cache: a few times the request, within the heap. */
