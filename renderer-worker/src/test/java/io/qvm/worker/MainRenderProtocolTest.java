@@ -57,4 +57,16 @@ class MainRenderProtocolTest {
             assertTrue(w.stderr().contains("warm in"), w.stderr());
         }
     }
+
+    @Test
+    void outOfMemoryHaltsWithStatus3AndNoAnswer() throws Exception {
+        try (ChildWorker w = ChildWorker.start("-Xmx48m")) {
+            w.handshake(new io.qvm.transport.Limits(4 << 20, 64 << 20, 64_000_000, 8000, 20, 60_000));
+            // An 8000 x 8000 ARGB raster is 256 MB: within the limits given, beyond this heap.
+            w.send(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")).withSize(8000, 8000).toFrame(1));
+            assertEquals(FatalErrors.OUT_OF_MEMORY_STATUS, w.waitFor(60), w.stderr());
+            assertTrue(w.stderr().contains("worker: fatal out of memory"), w.stderr());
+            assertEquals(null, w.receiveOrEnd(), "no answer after an OutOfMemoryError");
+        }
+    }
 }
