@@ -55,6 +55,8 @@ final class DetachLauncher {
                 .redirectInput(ProcessBuilder.Redirect.from(nullDevice()))
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .redirectErrorStream(true);
+        pb.environment().clear();
+        pb.environment().putAll(ctx.env()); // QVM_RUNTIME_DIR, QVM_CACHE, QVM_QEMU… as this command saw them
         progress.line("starting a detached supervisor (log: " + log + ")");
         Process p = pb.start();
         boolean[] settled = {false};

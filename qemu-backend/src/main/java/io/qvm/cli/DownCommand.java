@@ -74,11 +74,8 @@ final class DownCommand implements Callable<Integer> {
         }
         Progress progress = new Progress(spec.commandLine().getErr(), ctx.interactive() && !json.enabled());
         List<Result> results = new ArrayList<>();
-        boolean reaped = false;
         for (Sandboxes.Entry e : targets) {
-            Result r = stop(e, states, progress, reaped);
-            reaped |= r.outcome().equals("reaped");
-            results.add(r);
+            results.add(stop(e, states, progress));
         }
         progress.done();
         Output.emit(spec.commandLine().getOut(), new DownReport("qvm.down/1", results), json.enabled());
@@ -86,7 +83,7 @@ final class DownCommand implements Callable<Integer> {
         return ok ? ExitCode.OK.code() : ExitCode.ERROR.code();
     }
 
-    private Result stop(Sandboxes.Entry e, StateDirectory states, Progress progress, boolean alreadyReaped) {
+    private Result stop(Sandboxes.Entry e, StateDirectory states, Progress progress) {
         try {
             switch (e.status()) {
                 case "running":

@@ -200,14 +200,14 @@ class HostedSandboxCommandsTest {
     }
 
     @Test
-    void downSaysGoodbyeAndTheSandboxIsGone() {
+    void downSaysGoodbyeAndTheSandboxIsGone() throws Exception {
         CliRun.Result r = CliRun.run(ctx, "down", state.id(), "--json");
         assertEquals(0, r.exit(), r.toString());
         JsonNode e = r.json().path("sandboxes").get(0);
         assertEquals(state.id(), e.path("id").asText());
         assertEquals("stopped", e.path("outcome").asText());
         assertEquals(1, target.stops.get());
-        assertTrue(server.stopRequested().isDone());
+        server.stopRequested().get(30, java.util.concurrent.TimeUnit.SECONDS);
         assertFalse(Files.exists(state.dir()));
         assertEquals(0, CliRun.run(ctx, "ps", "--json").json().path("sandboxes").size());
     }

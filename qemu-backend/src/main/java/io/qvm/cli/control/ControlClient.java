@@ -13,6 +13,7 @@ import io.qvm.transport.FrameLimits;
 import io.qvm.transport.FrameReader;
 import io.qvm.transport.FrameTooLargeException;
 import io.qvm.transport.FrameWriter;
+import io.qvm.transport.Hello;
 import io.qvm.transport.RenderRequest;
 import io.qvm.transport.RenderResult;
 import java.io.IOException;
@@ -109,14 +110,17 @@ public final class ControlClient implements AutoCloseable {
     }
 
     /**
-     * Sends one request (its id is replaced) and returns the reply of the matching kind.
+     * Sends one request (its id is replaced; a HELLO keeps id 0) and returns the reply of the
+     * matching kind (READY for HELLO).
      *
      * @throws RenderFailedException and the other typed exceptions for an ERROR reply
      * @throws RequestTimeoutException no reply within {@code deadline} (the connection is closed)
      * @throws IOException the connection broke
      */
     public synchronized Frame call(Frame request, Duration deadline) throws IOException {
-        long id = nextId.getAndIncrement();
+        boolean hello = request.kind() == FrameKind.HELLO;
+        long id = hello ? Hello.REQUEST_ID : nextId.getAndIncrement();
+        FrameKind expected = hello ? FrameKind.READY : request.kind().replyKind();
         Frame out = new Frame(request.kind(), id, request.header(), request.body());
         AtomicBoolean expired = new AtomicBoolean();
         ScheduledFuture<?> watchdog = timer.schedule(() -> {
@@ -150,7 +154,7 @@ public final class ControlClient implements AutoCloseable {
                 if (f.kind() == FrameKind.ERROR) {
                     throw typed(f);
                 }
-                if (f.kind() != request.kind().replyKind()) {
+                if (f.kind() != expected) {
                     throw new SandboxException("the supervisor answered " + request.kind() + " with " + f.kind());
                 }
                 return f;
