@@ -28,7 +28,8 @@ public class RenderFailedException extends SandboxException {
             case PARSE_ERROR -> new DocumentParseException(message);
             case UNSUPPORTED -> new UnsupportedDocumentException(message);
             case BAD_REQUEST -> new BadRequestException(message);
-            case TIMEOUT, INTERNAL -> new WorkerInternalException(code, message);
+            case TIMEOUT -> new RenderTimeoutException(message);
+            case INTERNAL -> new WorkerInternalException(code, message);
         };
     }
 }

@@ -2,7 +2,7 @@ package io.qvm;
 
 import io.qvm.transport.ErrorCode;
 
-/** {@code INTERNAL} (or a worker-side {@code TIMEOUT}): the worker failed for a reason of its own. */
+/** {@code INTERNAL}: the worker failed for a reason of its own (the message says which, without input). */
 public class WorkerInternalException extends RenderFailedException {
     private static final long serialVersionUID = 1L;
 

@@ -1,0 +1,226 @@
+package io.qvm.worker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.qvm.LimitExceededException;
+import io.qvm.QemuVmBackend;
+import io.qvm.RenderFailedException;
+import io.qvm.RequestTimeoutException;
+import io.qvm.Sandbox;
+import io.qvm.SandboxConfig;
+import io.qvm.backend.image.GuestImage;
+import io.qvm.transport.ErrorCode;
+import io.qvm.transport.RenderRequest;
+import io.qvm.transport.RenderResult;
+import java.awt.image.BufferedImage;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The worker's corpus — ordinary and hostile documents — rendered through the real VM, the real
+ * gVisor and the real worker: every request gets a correct image or the expected typed error, and
+ * the same sandbox keeps serving. The in-process tests in renderer-worker check the details; this
+ * proves the whole path holds the same answers.
+ */
+@Tag("e2e")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 25, unit = java.util.concurrent.TimeUnit.MINUTES)
+class RenderCorpusE2ETest {
+
+    @TempDir
+    Path state;
+
+    TrapServer trap;
+    QemuVmBackend backend;
+    Sandbox sandbox;
+
+    @BeforeAll
+    void boot() throws Exception {
+        trap = new TrapServer();
+        backend = QemuVmBackend.builder().imageDir(GuestImage.defaultRoot()).stateDirectory(state)
+                .progress(RenderCorpusE2ETest::log).build();
+        sandbox = backend.start(config().build());
+        log("boot report: " + sandbox.bootReport());
+    }
+
+    static SandboxConfig.Builder config() {
+        return SandboxConfig.builder().bootTimeout(Duration.ofMinutes(6)).requestTimeout(Duration.ofMinutes(2));
+    }
+
+    @AfterAll
+    void shutDown() {
+        if (backend != null) {
+            backend.close();
+        }
+        if (trap != null) {
+            trap.close();
+        }
+    }
+
+    static void log(String line) {
+        System.out.println("[e2e " + LocalTime.now().withNano(0) + "] " + line);
+    }
+
+    private RenderResult ok(RenderRequest r, String name) {
+        try {
+            RenderResult result = sandbox.render(r);
+            log(name + " → " + result.width() + "x" + result.height() + " in " + result.renderMillis() + " ms");
+            return result;
+        } catch (RenderFailedException e) {
+            throw new AssertionError(name + " should render, got " + e.code() + ": " + e.getMessage(), e);
+        }
+    }
+
+    private ErrorCode refused(RenderRequest r, String name) {
+        try {
+            RenderResult result = sandbox.render(r);
+            throw new AssertionError(name + " should be refused, rendered " + result);
+        } catch (RenderFailedException e) {
+            log(name + " → " + e.code() + ": " + e.getMessage());
+            assertTrue(e.getMessage().length() < 250, "short message");
+            assertFalse(e.getMessage().contains("127.0.0.1"), "no input echoed: " + e.getMessage());
+            return e.code();
+        }
+    }
+
+    @Test
+    void ordinaryDocumentsRenderWithTheirPixels() {
+        for (String name : List.of("ok/shapes.svg", "ok/gradient.svg", "ok/data-image.svg", "ok/doctype.svg",
+                "ok/local-use.svg")) {
+            RenderResult r = ok(RenderRequest.svg(Corpus.bytes(name)), name);
+            assertTrue(r.width() > 0 && r.height() > 0 && r.png().length == r.outputBytes());
+        }
+        RenderResult text = ok(RenderRequest.svg(Corpus.bytes("ok/text.svg")), "ok/text.svg");
+        BufferedImage img = Pixels.decode(text.png());
+        assertTrue(Pixels.differing(img, 0, 0, img.getWidth(), img.getHeight(), 0xFFFFFFFF) > 50,
+                "text drawn with the guest's fonts: non-blank pixels");
+
+        RenderResult pdf = ok(RenderRequest.pdf(Pdfs.squareAndText()).withDpi(72), "pdf square+text");
+        BufferedImage page = Pixels.decode(pdf.png());
+        assertTrue(Pixels.differing(page, 0, 0, page.getWidth(), page.getHeight(), 0xFFFFFFFF) > 50,
+                "the PDF's square and text are drawn");
+        RenderResult third = ok(RenderRequest.pdf(Pdfs.numbered(5)).withPage(3).withSize(200, 260), "pdf page 3");
+        assertEquals(200, third.width());
+        assertEquals(260, third.height());
+    }
+
+    @Test
+    void hostileDocumentsGetTypedErrorsAndTheSandboxKeepsServing() {
+        String base = trap.base();
+        String[][] expected = {
+            {"hostile/image-http.svg", "UNSUPPORTED"}, {"hostile/use-http.svg", "UNSUPPORTED"},
+            {"hostile/feimage-http.svg", "UNSUPPORTED"}, {"hostile/file-image.svg", "UNSUPPORTED"},
+            {"hostile/file-relative.svg", "UNSUPPORTED"}, {"hostile/jar-use.svg", "UNSUPPORTED"},
+            {"hostile/pattern-http.svg", "UNSUPPORTED"}, {"hostile/data-svg-image.svg", "UNSUPPORTED"},
+            {"hostile/xxe-file.svg", "UNSUPPORTED"}, {"hostile/xxe-http.svg", "UNSUPPORTED"},
+            {"hostile/xxe-parameter.svg", "UNSUPPORTED"}, {"hostile/billion-laughs.svg", "UNSUPPORTED"},
+            {"hostile/huge-size.svg", "LIMIT_EXCEEDED"}, {"hostile/huge-viewbox.svg", "LIMIT_EXCEEDED"},
+            {"hostile/use-bomb.svg", "LIMIT_EXCEEDED"}, {"hostile/not-svg.svg", "PARSE_ERROR"},
+            {"hostile/no-namespace.svg", "PARSE_ERROR"}, {"hostile/truncated.svg", "PARSE_ERROR"},
+            {"hostile/image-href-svg2.svg", "PARSE_ERROR"},
+        };
+        List<String> wrong = new ArrayList<>();
+        for (String[] e : expected) {
+            ErrorCode got = refused(RenderRequest.svg(Corpus.withBase(e[0], base)), e[0]);
+            if (got != ErrorCode.valueOf(e[1])) {
+                wrong.add(e[0] + ": expected " + e[1] + ", got " + got);
+            }
+        }
+        // Scripts never run: the rect keeps its static green.
+        for (String name : List.of("hostile/script-ecmascript.svg", "hostile/script-types.svg", "hostile/onload.svg")) {
+            BufferedImage img = Pixels.decode(ok(RenderRequest.svg(Corpus.withBase(name, base)), name).png());
+            if (!Pixels.near(img, 25, 25, 0xFF00FF00)) {
+                wrong.add(name + ": a script changed the picture");
+            }
+        }
+        // Either drawn without the external part, or refused as UNSUPPORTED; never fetched.
+        for (String name : List.of("hostile/css-import.svg", "hostile/xml-stylesheet.svg", "hostile/external-dtd.svg",
+                "hostile/fontface-css.svg", "hostile/fontface-svg.svg")) {
+            try {
+                sandbox.render(RenderRequest.svg(Corpus.withBase(name, base)));
+            } catch (RenderFailedException ex) {
+                if (ex.code() != ErrorCode.UNSUPPORTED) {
+                    wrong.add(name + ": " + ex.code());
+                }
+            }
+        }
+        StringBuilder deep = new StringBuilder("<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'>");
+        deep.append("<g>".repeat(100_000)).append("<rect width='5' height='5'/>").append("</g>".repeat(100_000))
+                .append("</svg>");
+        expect(wrong, "deep nesting", RenderRequest.svg(deep.toString().getBytes(StandardCharsets.UTF_8)),
+                ErrorCode.LIMIT_EXCEEDED);
+        expect(wrong, "empty svg", RenderRequest.svg(new byte[0]), ErrorCode.PARSE_ERROR);
+        byte[] junk = new byte[4096];
+        new Random(1).nextBytes(junk);
+        expect(wrong, "random bytes as svg", RenderRequest.svg(junk), ErrorCode.PARSE_ERROR);
+        expect(wrong, "random bytes as pdf", RenderRequest.pdf(junk), ErrorCode.PARSE_ERROR);
+        expect(wrong, "empty pdf", RenderRequest.pdf(new byte[0]), ErrorCode.PARSE_ERROR);
+        byte[] pdf = Pdfs.squareAndText();
+        expect(wrong, "truncated pdf", RenderRequest.pdf(java.util.Arrays.copyOf(pdf, 40)), ErrorCode.PARSE_ERROR);
+        expect(wrong, "pdf with a huge page count", RenderRequest.pdf(Pdfs.lyingPageCount(2_000_000_000L)),
+                ErrorCode.LIMIT_EXCEEDED);
+        expect(wrong, "pdf image bomb", RenderRequest.pdf(Pdfs.withDeclaredImage(60_000, 60_000)),
+                ErrorCode.LIMIT_EXCEEDED);
+        expect(wrong, "encrypted pdf", RenderRequest.pdf(Pdfs.encrypted()), ErrorCode.UNSUPPORTED);
+
+        assertEquals(List.of(), wrong);
+        assertEquals(List.of(), trap.requests(), "nothing was fetched");
+        // After all that, the same sandbox still renders.
+        ok(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")), "ok/shapes.svg again");
+        assertTrue(sandbox.isAlive());
+    }
+
+    private void expect(List<String> wrong, String name, RenderRequest r, ErrorCode code) {
+        ErrorCode got = refused(r, name);
+        if (got != code) {
+            wrong.add(name + ": expected " + code + ", got " + got);
+        }
+    }
+
+    @Test
+    void rendererLimitsFromTheConfigLandInTheWorker() {
+        try (Sandbox small = backend.start(config().maxPixels(10_000).maxPages(2).build())) {
+            assertThrows(LimitExceededException.class,
+                    () -> small.render(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")).withSize(200, 200)));
+            assertThrows(LimitExceededException.class, () -> small.render(RenderRequest.pdf(Pdfs.numbered(3))));
+            RenderResult r = small.render(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")).withSize(100, 100));
+            assertEquals(100, r.width());
+        }
+    }
+
+    @Test
+    void aRenderThatOverrunsTheDeadlineIsEndedAndTheNextRequestGetsAFreshSandbox() {
+        // A 3 s request deadline: the worker answers TIMEOUT itself, or the host stops the sandbox.
+        Sandbox slow = backend.start(config().requestTimeout(Duration.ofSeconds(3)).build());
+        try {
+            slow.render(RenderRequest.pdf(Pdfs.slow(3_000_000)));
+            fail("a render of three million operations finished within 3 s under TCG");
+        } catch (RenderFailedException e) {
+            assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
+        } catch (RequestTimeoutException e) {
+            assertFalse(slow.isAlive(), "the host stopped the sandbox that overran");
+        } finally {
+            slow.close();
+        }
+        try (Sandbox fresh = backend.start(config().build())) {
+            RenderResult r = fresh.render(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")));
+            assertTrue(r.width() > 0, "after a timeout, a fresh sandbox renders");
+        }
+    }
+}
