@@ -55,7 +55,7 @@ public record GuestImage(Arch arch, Path dir, JsonNode manifest, Map<String, Str
 
     /** The kernel version the manifest names, if any. */
     public Optional<String> kernelVersion() {
-        return Optional.ofNullable(manifest.path("kernelVersion").textValue());
+        return Optional.ofNullable(manifest.path("kernel").path("version").textValue());
     }
 
     /** The transports the image's init supports (manifest {@code transports}); serial if not listed. */

@@ -75,7 +75,10 @@ public final class FunctionalCheck implements AcceleratorCheck {
             }
         }
         LayerVerdict v = probe(a, qemu.get(), profile, guestArch);
-        if (cache != null) {
+        // A hardware accelerator's verdict is a property of the host: cache it either way. A TCG
+        // failure is not cached: software emulation does not stop working, it only gets slow on
+        // a loaded host, and a cached miss would refuse every boot for days.
+        if (cache != null && (v.passed() || a != Accelerator.TCG)) {
             cache.put(key, v);
         }
         return v;
