@@ -125,6 +125,7 @@ final class RenderCommand implements Callable<Integer> {
         if (result == null) {
             SandboxConfig config = sandboxOptions.toConfig();
             progress.line("no sandbox is running: starting a fresh one");
+            MissingImage.buildIfMissing(ctx, ctx.imageRoot(dirs.imageDir), progress);
             try (QemuVmBackend backend = QemuVmBackend.builder().imageDir(ctx.imageRoot(dirs.imageDir))
                     .stateDirectory(states.root()).progress(progress::line).build();
                  Sandbox sandbox = backend.start(config)) {

@@ -92,6 +92,11 @@ final class UpCommand implements Callable<Integer> {
         }
         SandboxConfig config = sandboxOptions.toConfig();
         PrintWriter err = spec.commandLine().getErr();
+        if (supervise == null) {
+            Progress building = new Progress(err, ctx.interactive() && !json.enabled());
+            MissingImage.buildIfMissing(ctx, ctx.imageRoot(dirs.imageDir), building);
+            building.done();
+        }
         if (detach) {
             Progress progress = new Progress(err, ctx.interactive() && !json.enabled());
             Duration wait = waitSeconds != null ? Duration.ofSeconds(waitSeconds)
