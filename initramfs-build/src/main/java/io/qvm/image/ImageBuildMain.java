@@ -31,7 +31,9 @@ public final class ImageBuildMain {
     private static final String USAGE_TEXT = String.join("\n",
             "usage: qvm-image <command> [options]",
             "  build  [--arch x86_64|aarch64|all] [--out DIR] [--worker-jar PATH] [--lock FILE]",
-            "         [--if-stale] [--json]   (--if-stale: skip when the image is up to date)",
+            "         [--if-stale] [--cds] [--json]",
+            "         --if-stale: skip when the image is up to date; --cds: ship the JDK's base CDS",
+            "         archive (host arch only; the image is then not bit-reproducible)",
             "  info   [--arch A] [--out DIR] [--json]",
             "  verify [--arch A] [--out DIR] [--json]",
             "  lock   [--arch A|all] [--lock FILE] [--json]",
@@ -96,6 +98,7 @@ public final class ImageBuildMain {
         if (o.lock != null) {
             b.lock(PackageLock.read(o.lock));
         }
+        b.cds(o.cds);
         ArrayNode results = MAPPER.createArrayNode();
         for (Arch a : arches) {
             ImageBuilder builder = b.arch(a).build();
@@ -194,6 +197,7 @@ public final class ImageBuildMain {
         Path lock;
         boolean json;
         boolean ifStale;
+        boolean cds;
 
         List<Arch> arches() {
             if (arch == null) {
@@ -219,6 +223,7 @@ public final class ImageBuildMain {
                 switch (k) {
                     case "--json" -> o.json = true;
                     case "--if-stale" -> o.ifStale = true;
+                    case "--cds" -> o.cds = true;
                     case "--arch", "--out", "--worker-jar", "--lock" -> {
                         if (v == null) {
                             if (rest.isEmpty()) {

@@ -54,6 +54,7 @@ public final class ImageBuilder {
     private final List<String> jreModules;
     private final WorkerLimits limits;
     private final long mtime;
+    private final boolean cds;
     private final Consumer<String> progress;
 
     /** What a build produced. */
@@ -71,6 +72,7 @@ public final class ImageBuilder {
         this.jreModules = b.jreModules;
         this.limits = b.limits;
         this.mtime = b.mtime;
+        this.cds = b.cds;
     }
 
     public static Builder builder() {
@@ -108,7 +110,8 @@ public final class ImageBuilder {
                 && m.path("jre").path("jlink_runtime").asText().equals(Runtime.version().toString())
                 && m.path("fixed_limits").path("rlimit_nofile").asInt() == limits.nofile()
                 && m.path("fixed_limits").path("rlimit_nproc").asInt() == limits.nproc()
-                && m.path("source_date_epoch").asLong() == mtime;
+                && m.path("source_date_epoch").asLong() == mtime
+                && m.path("jre").path("cds").asBoolean() == cds;
     }
 
     /** Runs the build. */
@@ -156,7 +159,7 @@ public final class ImageBuilder {
             lock.withRole(arch, Role.LIBRARY).forEach(e -> libRoots.add(roots.get(e)));
             BundleBuilder.Result bundle = BundleBuilder.build(new BundleBuilder.Inputs(arch,
                     Objects.requireNonNull(jmods), libRoots, roots.get(fontsPkg), workerJar,
-                    jreModules, limits), stage.resolve("bundle"));
+                    jreModules, limits, cds), stage.resolve("bundle"));
             progress.accept("bundle: JRE + " + bundle.libraries().size() + " libraries, "
                     + PackageStore.mib(Trees.size(stage.resolve("bundle"))));
 
@@ -251,6 +254,8 @@ public final class ImageBuilder {
         ArrayNode jm = jre.putArray("modules");
         jreModules.stream().sorted().forEach(jm::add);
         jre.put("jlink_runtime", Runtime.version().toString());
+        jre.put("cds", cds);
+        m.put("reproducible", !cds);
         ArrayNode jargs = jre.putArray("jlink_args");
         bundle.jlinkArgs().stream().map(a -> a.startsWith("/") ? Path.of(a).getFileName().toString() : a)
                 .forEach(jargs::add);
@@ -332,6 +337,7 @@ public final class ImageBuilder {
         private List<String> jreModules = JreLinker.DEFAULT_MODULES;
         private WorkerLimits limits = WorkerLimits.DEFAULTS;
         private long mtime = sourceDateEpoch();
+        private boolean cds;
         private Consumer<String> progress = line -> { };
 
         private Builder() {
@@ -380,6 +386,15 @@ public final class ImageBuilder {
                 throw new IllegalArgumentException("mtime out of range: " + v);
             }
             this.mtime = v;
+            return this;
+        }
+
+        /**
+         * Ship the JDK's base CDS archive (faster JVM start; only for the host's architecture,
+         * and the image is then not bit-reproducible). Default off.
+         */
+        public Builder cds(boolean v) {
+            this.cds = v;
             return this;
         }
 

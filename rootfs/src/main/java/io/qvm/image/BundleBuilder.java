@@ -38,9 +38,10 @@ public final class BundleBuilder {
      * @param workerJar     the worker's shaded jar
      * @param modules       JDK modules to link
      * @param limits        fixed limits (rlimits) for the template
+     * @param cds           add the JDK's base CDS archive (not reproducible, see JreLinker)
      */
     public record Inputs(Arch arch, Path jmods, List<Path> libraryRoots, Path fontsRoot,
-            Path workerJar, List<String> modules, WorkerLimits limits) {
+            Path workerJar, List<String> modules, WorkerLimits limits, boolean cds) {
         public Inputs {
             Objects.requireNonNull(arch, "arch");
             Objects.requireNonNull(jmods, "jmods");
@@ -74,7 +75,7 @@ public final class BundleBuilder {
             Files.createDirectories(rootfs.resolve(d));
         }
         Path jre = rootfs.resolve(OciConfig.JAVA_HOME.substring(1));
-        List<String> jlinkArgs = JreLinker.link(in.jmods(), in.modules(), jre);
+        List<String> jlinkArgs = JreLinker.link(in.jmods(), in.modules(), jre, in.cds());
         Files.createDirectories(jre.resolve("conf/fonts"));
         Files.writeString(jre.resolve("conf/fonts/fontconfig.properties"), FontConfig.properties(),
                 StandardCharsets.UTF_8);

@@ -21,14 +21,14 @@ import java.util.spi.ToolProvider;
  */
 public final class JreLinker {
     /**
-     * What the worker needs, from {@code jdeps --print-module-deps} on the shaded worker jar
-     * (Batik 1.19, PDFBox 3, Jackson): java.base, java.desktop (Java 2D, ImageIO, fonts; pulls in
-     * java.datatransfer, java.prefs and java.xml), jdk.xml.dom (Batik's DOM interfaces), java.sql
-     * (Jackson's optional java.sql.Date support; pulls in java.logging and java.transaction.xa)
-     * and java.logging (commons-logging's JUL backend used by PDFBox).
+     * What the worker needs (adr/0004 section 7): java.base, java.desktop (Java 2D, ImageIO,
+     * fonts; pulls in java.datatransfer, java.prefs and java.xml) and jdk.xml.dom (Batik's DOM
+     * interfaces). {@code jdeps --print-module-deps} on the worker jar also names java.sql, but
+     * only for Jackson's optional ({@code requires static}) SQL date support; java.logging is not
+     * needed (commons-logging is set to NoOpLog).
      */
     public static final List<String> DEFAULT_MODULES = List.of(
-            "java.base", "java.desktop", "java.logging", "java.sql", "java.xml", "jdk.xml.dom");
+            "java.base", "java.desktop", "jdk.xml.dom");
 
     /**
      * Native libraries of java.desktop that a headless JVM never loads and that would need X11
@@ -40,12 +40,29 @@ public final class JreLinker {
     private JreLinker() {
     }
 
-    /** Runs jlink into {@code out} (which must not exist). Returns the arguments used. */
-    public static List<String> link(Path jmods, List<String> modules, Path out) {
+    /** The architecture of a Debian jmods directory ({@code .../java-17-openjdk-<arch>/jmods}). */
+    static Arch targetOf(Path jmods) {
+        String dir = jmods.toAbsolutePath().getParent().getFileName().toString();
+        return Arch.parse(dir.substring(dir.lastIndexOf('-') + 1));
+    }
+
+    /**
+     * Runs jlink into {@code out} (which must not exist). Returns the arguments used.
+     *
+     * @param cds also generate the JDK's base CDS archive ({@code --generate-cds-archive}): it
+     *            runs the linked JVM, so only when the target is the host's architecture, and
+     *            JDK 17 writes a different archive every run, so the image is then not
+     *            reproducible. Off by default.
+     */
+    public static List<String> link(Path jmods, List<String> modules, Path out, boolean cds) {
         if (!Files.isRegularFile(jmods.resolve("java.base.jmod"))) {
             throw new ImageException("no java.base.jmod in " + jmods
                     + ": the jmods directory must come from the target architecture's "
                     + "openjdk-17-jdk-headless package");
+        }
+        if (cds && !Arch.parse(System.getProperty("os.arch")).equals(targetOf(jmods))) {
+            throw new ImageException("--cds needs a host of the target architecture (jlink runs "
+                    + "the linked JVM to dump the archive); build without --cds");
         }
         int feature = Runtime.version().feature();
         if (feature != 17) {
@@ -75,6 +92,9 @@ public final class JreLinker {
         args.add("--no-header-files");
         args.add("--no-man-pages");
         args.add("--compress=2");
+        if (cds) {
+            args.add("--generate-cds-archive");
+        }
         args.add("--output");
         args.add(out.toString());
         ByteArrayOutputStream bout = new ByteArrayOutputStream();
@@ -87,6 +107,8 @@ public final class JreLinker {
         try {
             // jlink writes no timestamps into lib/modules, but make sure nothing else varies.
             Files.deleteIfExists(out.resolve("lib/jrt-fs.jar"));
+            // The archive for -XX:-UseCompressedOops (heaps above 32 GiB) is never used here.
+            Files.deleteIfExists(out.resolve("lib/server/classes_nocoops.jsa"));
         } catch (IOException e) {
             throw new ImageException("cannot tidy the linked JRE in " + out + ": " + e, e);
         }

@@ -1,0 +1,210 @@
+package io.qvm.image;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.jar.Attributes;
+import java.util.jar.JarEntry;
+import java.util.jar.JarOutputStream;
+import java.util.jar.Manifest;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.tools.JavaCompiler;
+import javax.tools.ToolProvider;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Builds the x86_64 image twice from the bundled lock (fetching into $QVM_CACHE when needed),
+ * checks the two are bit-identical, then boots it under QEMU TCG with a small echo worker and
+ * checks the whole chain: phases on the console, the worker under runsc as nobody with the
+ * limits from the kernel command line, stdio over the virtio-serial port, power-off.
+ */
+@Tag("e2e")
+class ImageBootE2ETest {
+    private static final String WORKER = String.join("\n",
+            "import java.io.*;",
+            "public class EchoWorker {",
+            "  public static void main(String[] a) throws Exception {",
+            "    System.err.println(\"echo-worker: user=\" + System.getProperty(\"user.name\")",
+            "        + \" maxMemMiB=\" + (Runtime.getRuntime().maxMemory() >> 20)",
+            "        + \" cpus=\" + Runtime.getRuntime().availableProcessors()",
+            "        + \" tmp=\" + new File(\"/tmp\").getTotalSpace()",
+            "        + \" font=\" + new java.awt.Font(java.awt.Font.SERIF, java.awt.Font.PLAIN, 12)",
+            "            .getFamily());",
+            "    OutputStream out = System.out;",
+            "    out.write(\"READY\\n\".getBytes()); out.flush();",
+            "    InputStream in = System.in; byte[] b = new byte[8192]; int n;",
+            "    while ((n = in.read(b)) > 0) {",
+            "      out.write(b, 0, n); out.flush();",
+            "      if (new String(b, 0, n).contains(\"QUIT\")) break;",
+            "    }",
+            "  }",
+            "}");
+
+    @Test
+    void buildsReproduciblyAndBootsToTheWorker(@TempDir Path tmp) throws Exception {
+        assumeTrue(Arch.host() == Arch.X86_64, "boots the x86_64 image: needs an x86_64 host");
+        assumeTrue(onPath("qemu-system-x86_64"), "qemu-system-x86_64 is not installed");
+        Path jar = echoWorkerJar(tmp);
+
+        ImageBuilder.Result a = ImageBuilder.builder().arch(Arch.X86_64).outDir(tmp.resolve("a"))
+                .workerJar(jar).progress(l -> System.err.println("[image] " + l)).build().run();
+        ImageBuilder.Result b = ImageBuilder.builder().arch(Arch.X86_64).outDir(tmp.resolve("b"))
+                .workerJar(jar).build().run();
+        assertArrayEquals(Files.readAllBytes(a.dir().resolve(ImageBuilder.INITRAMFS)),
+                Files.readAllBytes(b.dir().resolve(ImageBuilder.INITRAMFS)),
+                "two builds from the same lock must give the same initramfs");
+        assertEquals(a.sha256(), b.sha256());
+        assertTrue(ImageInfo.read(tmp.resolve("a"), Arch.X86_64).ok());
+        assertTrue(ImageBuilder.builder().arch(Arch.X86_64).outDir(tmp.resolve("a")).workerJar(jar)
+                .build().upToDate());
+
+        Path sock = tmp.resolve("w.sock");
+        Path console = tmp.resolve("console.log");
+        List<String> cmd = List.of("qemu-system-x86_64", "-accel", "tcg", "-M", "q35", "-cpu", "max",
+                "-smp", "2", "-m", "1024", "-nodefaults", "-no-user-config", "-no-reboot",
+                "-display", "none", "-serial", "file:" + console,
+                "-kernel", a.dir().resolve(ImageBuilder.VMLINUZ).toString(),
+                "-initrd", a.dir().resolve(ImageBuilder.INITRAMFS).toString(),
+                "-append", "console=ttyS0 panic=-1 qvm.xmx_mib=200 qvm.cpus=2 qvm.tmp_mib=40",
+                "-device", "virtio-serial-pci",
+                "-chardev", "socket,id=qvmw,path=" + sock + ",server=on,wait=off",
+                "-device", "virtserialport,chardev=qvmw,name=qvm.worker");
+        Process qemu = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(tmp.resolve("qemu.out").toFile()).start();
+        try {
+            SocketChannel ch = connect(sock, qemu, console);
+            String ready = readUntil(ch, "READY\n", 300, qemu, console);
+            assertTrue(ready.endsWith("READY\n"), ready);
+            ch.write(ByteBuffer.wrap("ping QUIT\n".getBytes(StandardCharsets.US_ASCII)));
+            assertEquals("ping QUIT\n", readUntil(ch, "QUIT\n", 60, qemu, console));
+            if (!qemu.waitFor(120, TimeUnit.SECONDS)) {
+                fail("QEMU did not exit after the worker ended\n" + tail(console));
+            }
+            ch.close();
+        } finally {
+            qemu.destroyForcibly();
+        }
+        String log = Files.readString(console);
+        int at = 0;
+        for (String phase : new String[] {"init", "modules", "rootfs", "port", "runsc"}) {
+            Matcher m = Pattern.compile("qvm: phase=" + phase + " uptime=\\d+\\.\\d\\d\\b").matcher(log);
+            assertTrue(m.find(at), "no phase " + phase + " after offset " + at + "\n" + tail(console));
+            at = m.end();
+        }
+        assertTrue(Pattern.compile("qvm: phase=worker-exit status=0 uptime=").matcher(log).find(at), tail(console));
+        assertTrue(log.contains("qvm: phase=poweroff"), tail(console));
+        Matcher w = Pattern.compile("echo-worker: user=(\\S+) maxMemMiB=(\\d+) cpus=(\\d+) tmp=(\\d+) font=(.+)")
+                .matcher(log);
+        assertTrue(w.find(), tail(console));
+        assertEquals("nobody", w.group(1));
+        assertTrue(Integer.parseInt(w.group(2)) <= 200, "heap above qvm.xmx_mib: " + w.group(2));
+        assertEquals("2", w.group(3));
+        assertEquals(40L << 20, Long.parseLong(w.group(4)), "/tmp size from qvm.tmp_mib");
+        assertEquals("Serif", w.group(5).trim());
+    }
+
+    private static SocketChannel connect(Path sock, Process qemu, Path console) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (true) {
+            try {
+                SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
+                ch.connect(UnixDomainSocketAddress.of(sock));
+                return ch;
+            } catch (IOException e) {
+                if (!qemu.isAlive() || System.nanoTime() > deadline) {
+                    fail("cannot connect to " + sock + " (QEMU alive: " + qemu.isAlive() + ")\n" + tail(console));
+                }
+                Thread.sleep(50);
+            }
+        }
+    }
+
+    private static String readUntil(SocketChannel ch, String end, int seconds, Process qemu, Path console)
+            throws Exception {
+        ByteArrayOutputStream got = new ByteArrayOutputStream();
+        ch.configureBlocking(false);
+        ByteBuffer buf = ByteBuffer.allocate(8192);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (!got.toString(StandardCharsets.UTF_8).endsWith(end)) {
+            buf.clear();
+            int n = ch.read(buf);
+            if (n < 0) {
+                fail("the worker's stream ended before '" + end.strip() + "': got '" + got + "'\n" + tail(console));
+            }
+            got.write(buf.array(), 0, n);
+            if (n == 0) {
+                if (!qemu.isAlive()) {
+                    fail("QEMU exited (" + qemu.exitValue() + ") before '" + end.strip() + "'\n" + tail(console));
+                }
+                if (System.nanoTime() > deadline) {
+                    fail("no '" + end.strip() + "' within " + seconds + " s\n" + tail(console));
+                }
+                Thread.sleep(20);
+            }
+        }
+        return got.toString(StandardCharsets.UTF_8);
+    }
+
+    private static String tail(Path console) {
+        try {
+            List<String> lines = Files.readAllLines(console);
+            return "console tail:\n" + String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+        } catch (IOException e) {
+            return "(no console: " + e + ")";
+        }
+    }
+
+    private static boolean onPath(String tool) {
+        for (String d : System.getenv().getOrDefault("PATH", "").split(":")) {
+            if (Files.isExecutable(Path.of(d, tool))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static Path echoWorkerJar(Path tmp) throws IOException {
+        Path src = tmp.resolve("src/EchoWorker.java");
+        Path cls = tmp.resolve("classes");
+        Files.createDirectories(src.getParent());
+        Files.createDirectories(cls);
+        Files.writeString(src, WORKER);
+        JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
+        int rc = javac.run(null, null, null, "--release", "17", "-d", cls.toString(), src.toString());
+        assertEquals(0, rc, "javac failed");
+        Manifest mf = new Manifest();
+        mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, "EchoWorker");
+        Path jar = tmp.resolve("echo-worker.jar");
+        try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar), mf)) {
+            JarEntry e = new JarEntry("EchoWorker.class");
+            e.setTime(0);
+            out.putNextEntry(e);
+            try (InputStream in = Files.newInputStream(cls.resolve("EchoWorker.class"))) {
+                in.transferTo(out);
+            }
+            out.closeEntry();
+        }
+        return jar;
+    }
+}
