@@ -1,14 +1,11 @@
 package io.qvm.image;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.spi.ToolProvider;
 
 /**
  * Links the guest JRE with the running JDK's {@code jlink} against the <em>target
@@ -70,41 +67,13 @@ public final class JreLinker {
                     + "own feature release only; the pinned jmods are 17), but this is JDK "
                     + Runtime.version() + ": run it with a JDK 17 java");
         }
-        ToolProvider jlink = ToolProvider.findFirst("jlink").orElseThrow(() -> new ImageException(
-                "this Java runtime has no jlink tool: run the image build with a full JDK 17"));
+        Path jlink = Path.of(System.getProperty("java.home"), "bin", "jlink");
+        if (!Files.isExecutable(jlink)) {
+            throw new ImageException("this Java runtime has no " + jlink + ": run the image build "
+                    + "with a full JDK 17");
+        }
         List<String> args = new ArrayList<>();
-        args.add("--module-path");
-        args.add(jmods.toString());
-        args.add("--add-modules");
-        args.add(String.join(",", modules.stream().sorted().toList()));
-        args.add("--exclude-files=" + String.join(",", EXCLUDED_FILES));
-        // JDK 17's system-modules plugin generates SystemModules$all from Set.of() iteration
-        // order, which is salted per JVM run: two links differ in that one class. Without the
-        // plugin the module graph is resolved at startup (measured: +20-30 ms on the host) and
-        // lib/modules is bit-identical run to run.
-        args.add("--disable-plugin");
-        args.add("system-modules");
-        // --strip-java-debug-attributes, not --strip-debug: on Linux the latter also runs the
-        // host's objcopy over the native libraries, which fails for another architecture and
-        // would make the output depend on the host's binutils. Debian's jmods carry stripped
-        // native libraries already.
-        args.add("--strip-java-debug-attributes");
-        args.add("--no-header-files");
-        args.add("--no-man-pages");
-        args.add("--compress=2");
-        if (cds) {
-            args.add("--generate-cds-archive");
-        }
-        args.add("--output");
-        args.add(out.toString());
-        ByteArrayOutputStream bout = new ByteArrayOutputStream();
-        PrintStream ps = new PrintStream(bout, true, StandardCharsets.UTF_8);
-        int rc = jlink.run(ps, ps, args.toArray(String[]::new));
-        if (rc != 0) {
-            throw new ImageException("jlink failed (exit " + rc + "): jlink " + String.join(" ", args)
-                    + "\n" + bout.toString(StandardCharsets.UTF_8));
-        }
-        try {
+        args.add(jlink.toString());        try {
             // jlink writes no timestamps into lib/modules, but make sure nothing else varies.
             Files.deleteIfExists(out.resolve("lib/jrt-fs.jar"));
             // The archive for -XX:-UseCompressedOops (heaps above 32 GiB) is never used here.

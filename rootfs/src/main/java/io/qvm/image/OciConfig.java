@@ -69,6 +69,9 @@ public final class OciConfig {
         args.add("-XX:+UseSerialGC");
         args.add("-XX:-UsePerfData");
         args.add("-XX:+ExitOnOutOfMemoryError");
+        // HotSpot's own output (warnings, a fatal-error summary) goes to stdout by default, which
+        // is the frame stream: send it to stderr, i.e. the guest console.
+        args.add("-XX:+DisplayVMOutputToStderr");
         args.add("-Djava.awt.headless=true");
         args.add("-Djava.io.tmpdir=/tmp");
         args.add("-Dfile.encoding=UTF-8");
