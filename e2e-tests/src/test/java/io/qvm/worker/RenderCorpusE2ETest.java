@@ -30,7 +30,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The worker's corpus — ordinary and hostile documents — rendered through the real VM, the real
@@ -43,7 +42,7 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 25, unit = java.util.concurrent.TimeUnit.MINUTES)
 class RenderCorpusE2ETest {
 
-    @TempDir
+    /** Created in {@link #boot()} (a {@code @TempDir} field is not yet injected in a per-class {@code @BeforeAll}). */
     Path state;
 
     TrapServer trap;
@@ -52,6 +51,7 @@ class RenderCorpusE2ETest {
 
     @BeforeAll
     void boot() throws Exception {
+        state = java.nio.file.Files.createTempDirectory("qvm-e2e-corpus");
         trap = new TrapServer();
         backend = QemuVmBackend.builder().imageDir(GuestImage.defaultRoot()).stateDirectory(state)
                 .progress(RenderCorpusE2ETest::log).build();
@@ -70,6 +70,13 @@ class RenderCorpusE2ETest {
         }
         if (trap != null) {
             trap.close();
+        }
+        if (state != null) {
+            try (var walk = java.nio.file.Files.walk(state)) {
+                walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (java.io.IOException e) {
+                log("could not remove " + state + ": " + e);
+            }
         }
     }
 
