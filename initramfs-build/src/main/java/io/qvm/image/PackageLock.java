@@ -26,7 +26,7 @@ import java.util.regex.Pattern;
  * <pre>
  * {
  *   "format": 1,
- *   "refresh": "java -jar initramfs-build/target/qvm-image.jar lock",
+ *   "refresh": "./qvm image lock (or: java -jar initramfs-build/target/qvm-image.jar lock)",
  *   "architectures": {
  *     "x86_64": [
  *       { "name": "runsc", "role": "runsc", "suite": "trixie", "version": "0.0~20240729.0-4+b7",
