@@ -197,12 +197,13 @@ public final class QemuVmBackend implements SandboxBackend {
             Map<String, Duration> phases = new LinkedHashMap<>();
             phases.put("process-start", Duration.ZERO);
             QemuProcess q = qemu;
+            // The worker's port first: the guest init opens it a few seconds into the boot, and a
+            // port whose host end is not connected reads as end of input, which ends the worker.
+            transport = connectTransport(guestTransport, limits, remaining(deadline), q);
+            phases.put("transport-connected", since(startNanos));
             qmp = QmpClient.builder(sockets.qmp()).connectTimeout(remaining(deadline)).processAlive(q::isAlive)
                     .eventListener(e -> onEvent(id, e)).connect();
             phases.put("qmp-ready", since(startNanos));
-
-            transport = connectTransport(guestTransport, limits, remaining(deadline), q);
-            phases.put("transport-connected", since(startNanos));
             progress.accept("sandbox " + id + ": waiting for the worker (guest boot + gVisor + JVM)");
             Ready ready = transport.handshake(Hello.fresh(limits), remaining(deadline));
             phases.put("worker-ready", since(startNanos));

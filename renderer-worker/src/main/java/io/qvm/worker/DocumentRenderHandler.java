@@ -22,8 +22,14 @@ public final class DocumentRenderHandler implements RenderHandler {
     public static final String CAPABILITY_SVG = "render-svg";
     public static final String CAPABILITY_PDF = "render-pdf";
 
-    /** Limits for the warm-up renders. */
-    private static final Limits WARM_UP_LIMITS = new Limits(1 << 20, 1 << 20, 1 << 20, 1024, 1, 30_000);
+    /**
+     * Limits for the warm-up renders. Their deadline is generous on purpose: the first render of a
+     * JVM loads and links most of Batik or PDFBox, which under TCG and gVisor measured 29 s and more
+     * (the host's boot deadline bounds the whole boot anyway). A warm-up cut short would leave a
+     * render thread the watchdog cannot stop, and the worker would then exit as stuck on its first
+     * real request.
+     */
+    private static final Limits WARM_UP_LIMITS = new Limits(1 << 20, 1 << 20, 1 << 20, 1024, 1, 600_000);
 
     private final SvgRenderer svg = new SvgRenderer();
     private final PdfRenderer pdf = new PdfRenderer();
