@@ -1,13 +1,9 @@
 package io.qvm.cli;
 
+import io.qvm.backend.process.StateDirectory;
 import java.io.IOException;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 
 /**
@@ -51,31 +47,11 @@ final class Launch {
 
     /** Deletes a directory tree without following symlinks; a missing one is fine. Never throws. */
     static void deleteTree(Path dir) {
-        if (dir == null || !Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
+        if (dir == null) {
             return;
         }
         try {
-            Files.walkFileTree(dir, new SimpleFileVisitor<>() {
-                @Override
-                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                    Files.deleteIfExists(file);
-                    return FileVisitResult.CONTINUE;
-                }
-
-                @Override
-                public FileVisitResult visitFileFailed(Path file, IOException e) throws IOException {
-                    if (e instanceof NoSuchFileException) {
-                        return FileVisitResult.CONTINUE;
-                    }
-                    throw e;
-                }
-
-                @Override
-                public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
-                    Files.deleteIfExists(d);
-                    return FileVisitResult.CONTINUE;
-                }
-            });
+            StateDirectory.deleteTree(dir);
         } catch (IOException ignored) {
             // best effort: a leftover launch directory is harmless
         }

@@ -3,15 +3,12 @@ package io.qvm.backend.image;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.qvm.ImageException;
+import io.qvm.backend.internal.Sha256;
 import io.qvm.backend.probe.Arch;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -156,18 +153,10 @@ public record GuestImage(Arch arch, Path dir, JsonNode manifest, Map<String, Str
     }
 
     static String sha256(Path file) {
-        try (InputStream in = Files.newInputStream(file)) {
-            MessageDigest md = MessageDigest.getInstance("SHA-256");
-            byte[] buf = new byte[1 << 16];
-            int n;
-            while ((n = in.read(buf)) > 0) {
-                md.update(buf, 0, n);
-            }
-            return HexFormat.of().formatHex(md.digest());
+        try {
+            return Sha256.of(file);
         } catch (IOException e) {
             throw new ImageException("cannot read " + file + ": " + e.getMessage(), e);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
         }
     }
 }

@@ -2,17 +2,13 @@ package io.qvm.backend.probe;
 
 import io.qvm.backend.qemu.MachineProfile;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -202,18 +198,10 @@ public sealed interface ProbeGuest permits ProbeGuest.KernelGuest, ProbeGuest.Bo
 
     /** Hex SHA-256 of a file. */
     static String sha256(Path file) {
-        try (InputStream in = Files.newInputStream(file)) {
-            MessageDigest md = MessageDigest.getInstance("SHA-256");
-            byte[] buf = new byte[1 << 16];
-            int n;
-            while ((n = in.read(buf)) > 0) {
-                md.update(buf, 0, n);
-            }
-            return HexFormat.of().formatHex(md.digest());
+        try {
+            return io.qvm.backend.internal.Sha256.of(file);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read " + file + " for the probe", e);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
         }
     }
 }

@@ -147,7 +147,7 @@ public final class StateDirectory {
     }
 
     /** Deletes {@code dir} recursively without following symlinks; a missing dir is fine. */
-    static void deleteTree(Path dir) throws IOException {
+    public static void deleteTree(Path dir) throws IOException {
         if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
             return;
         }
