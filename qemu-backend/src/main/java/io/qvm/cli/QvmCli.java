@@ -34,7 +34,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
         subcommands = {UpCommand.class, RenderCommand.class, PsCommand.class, DownCommand.class, LogsCommand.class,
             DoctorCommand.class, ImageCommand.class, CompletionCommand.class, CommandLine.HelpCommand.class},
         footer = {"", "Environment: QVM_STATE (state directory), QVM_IMAGE_DIR (images), QVM_RUNTIME_DIR (sockets),",
-            "QVM_QEMU (QEMU binary or directory), QVM_CACHE (download and probe cache). JSON schemas: docs/cli-json.md."})
+            "QVM_QEMU (QEMU binary or directory), QVM_CACHE (download and probe cache), QVM_LOG (library log level:",
+            "info, debug; default: errors only). JSON schemas: docs/cli-json.md."})
 public final class QvmCli implements Runnable {
 
     @Spec
@@ -46,11 +47,34 @@ public final class QvmCli implements Runnable {
     }
 
     public static void main(String[] args) {
+        quietLibraryLogging(System.getenv("QVM_LOG"));
         CommandLine cli = commandLine(CliContext.system());
         int code = cli.execute(args);
         cli.getOut().flush();
         cli.getErr().flush();
         System.exit(code);
+    }
+
+    /**
+     * The CLI tells the user what happens through its own progress lines (the accelerator fallback
+     * included), so the library's {@code System.Logger} records stay out of the terminal unless
+     * {@code QVM_LOG} names a level ({@code info}, {@code debug}, {@code all}).
+     */
+    static void quietLibraryLogging(String level) {
+        java.util.logging.Level l = java.util.logging.Level.SEVERE;
+        if (level != null && !level.isBlank()) {
+            try {
+                l = java.util.logging.Level.parse(level.strip().toUpperCase(java.util.Locale.ROOT)
+                        .replace("DEBUG", "FINE"));
+            } catch (IllegalArgumentException unknown) {
+                l = java.util.logging.Level.INFO;
+            }
+        }
+        java.util.logging.Logger root = java.util.logging.Logger.getLogger("");
+        root.setLevel(l);
+        for (java.util.logging.Handler h : root.getHandlers()) {
+            h.setLevel(l);
+        }
     }
 
     /** The {@code qvm} command line for {@code ctx}, with qvm's exit codes and error handling. */
