@@ -12,6 +12,7 @@ import io.qvm.RenderFailedException;
 import io.qvm.RequestTimeoutException;
 import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
+import io.qvm.SandboxPool;
 import io.qvm.backend.image.GuestImage;
 import io.qvm.transport.ErrorCode;
 import io.qvm.transport.RenderRequest;
@@ -214,20 +215,27 @@ class RenderCorpusE2ETest {
     @Test
     void aRenderThatOverrunsTheDeadlineIsEndedAndTheNextRequestGetsAFreshSandbox() {
         // A 3 s request deadline: the worker answers TIMEOUT itself, or the host stops the sandbox.
-        Sandbox slow = backend.start(config().requestTimeout(Duration.ofSeconds(3)).build());
-        try {
-            slow.render(RenderRequest.pdf(Pdfs.slow(3_000_000)));
-            fail("a render of three million operations finished within 3 s under TCG");
-        } catch (RenderFailedException e) {
-            assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
-        } catch (RequestTimeoutException e) {
-            assertFalse(slow.isAlive(), "the host stopped the sandbox that overran");
-        } finally {
-            slow.close();
-        }
-        try (Sandbox fresh = backend.start(config().build())) {
-            RenderResult r = fresh.render(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")));
-            assertTrue(r.width() > 0, "after a timeout, a fresh sandbox renders");
+        try (SandboxPool pool = SandboxPool.of(backend, config().requestTimeout(Duration.ofSeconds(3)).build(), 1)) {
+            String first = pool.withSandbox(Sandbox::id);
+            boolean hostStopped = false;
+            try {
+                pool.render(RenderRequest.pdf(Pdfs.slow(3_000_000)));
+                fail("a render of three million operations finished within 3 s under TCG");
+            } catch (RenderFailedException e) {
+                assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
+                log("the worker answered TIMEOUT itself: " + e.getMessage());
+            } catch (RequestTimeoutException e) {
+                log("the host ended the overrunning sandbox: " + e.getMessage().lines().findFirst().orElse(""));
+                hostStopped = true;
+            }
+            RenderResult r = pool.render(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")));
+            assertTrue(r.width() > 0, "the next request is served");
+            String now = pool.withSandbox(Sandbox::id);
+            log("sandbox before: " + first + ", after: " + now);
+            if (hostStopped) {
+                assertFalse(now.equals(first), "the stopped sandbox was replaced by a fresh one");
+            }
+            assertEquals(1, pool.live());
         }
     }
 }
