@@ -149,14 +149,42 @@ public final class QemuVmBackend implements SandboxBackend {
         return List.copyOf(running);
     }
 
+    /**
+     * How many times a boot is tried when the worker process itself dies before READY (status
+     * other than 0, reported by the guest init). Runtimes with a JIT occasionally abort at start
+     * under gVisor (seen here: the worker JVM ended with status 134 in about 2 of 25 boots, before
+     * printing anything); a fresh VM then boots normally. Every other failure is final at once.
+     * All attempts share the one boot deadline.
+     */
+    static final int BOOT_ATTEMPTS = 2;
+
     @Override
     public Sandbox start(SandboxConfig config) {
         Objects.requireNonNull(config, "config");
         if (closed) {
             throw new IllegalStateException("this backend is closed");
         }
+        long deadline = System.nanoTime() + config.bootTimeout().toNanos();
+        List<String> earlier = new ArrayList<>();
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return attempt(config, deadline, earlier);
+            } catch (BootFailedException e) {
+                boolean workerDied = e.workerExitStatus().map(s -> s != 0).orElse(false);
+                if (!workerDied || attempt >= BOOT_ATTEMPTS || System.nanoTime() >= deadline) {
+                    throw e;
+                }
+                String note = "boot attempt " + attempt + " failed: the worker exited with status "
+                        + e.workerExitStatus().get() + " before READY; retried in a fresh VM";
+                progress.accept(note);
+                LOG.log(System.Logger.Level.WARNING, note + "\n" + e.getMessage());
+                earlier.add(note);
+            }
+        }
+    }
+
+    private Sandbox attempt(SandboxConfig config, long deadline, List<String> earlierAttempts) {
         long startNanos = System.nanoTime();
-        long deadline = startNanos + config.bootTimeout().toNanos();
         HostInfo h = host();
         Arch guest = h.arch();
         QemuInstallation qemuInstall = h.requireQemu(guest);
@@ -210,7 +238,7 @@ public final class QemuVmBackend implements SandboxBackend {
             console.poll();
             console.guestPhases().forEach((name, uptime) -> phases.put("guest:" + name, uptime));
 
-            List<String> notes = new ArrayList<>();
+            List<String> notes = new ArrayList<>(earlierAttempts);
             accel.warning().ifPresent(notes::add);
             notes.add("worker " + ready.version() + " capabilities " + ready.capabilities());
             if (transport.discardedBytes() > 0 || transport.discardedFrames() > 0) {
@@ -237,7 +265,6 @@ public final class QemuVmBackend implements SandboxBackend {
             List<AutoCloseable> extras, SandboxConfig config) {
         String consoleTail = qemu == null ? "" : qemu.consoleTail(4096);
         String stderrTail = qemu == null ? "" : qemu.stderrTail(4096);
-        String initError = console == null ? null : console.error().orElse(null);
         String exited = qemu == null ? null : qemu.exitInfo().map(x -> "QEMU " + x.describe()).orElse(null);
         for (AutoCloseable c : new AutoCloseable[] {transport, qmp, console}) {
             try {
@@ -254,6 +281,12 @@ public final class QemuVmBackend implements SandboxBackend {
             consoleTail = qemu.consoleTail(4096);
             stderrTail = qemu.stderrTail(4096);
         }
+        // The console is complete now that QEMU is gone: read the init's verdict from it.
+        if (console != null) {
+            console.poll();
+        }
+        String initError = console == null ? null : console.error().orElse(null);
+        Integer workerExit = console == null ? null : console.workerExitStatus().orElse(null);
         for (AutoCloseable c : extras) {
             try {
                 c.close();
@@ -282,10 +315,13 @@ public final class QemuVmBackend implements SandboxBackend {
         } else {
             why.append(e.getMessage());
         }
+        if (workerExit != null) {
+            why.append("; the worker exited with status ").append(workerExit).append(" before READY");
+        }
         if (exited != null) {
             why.append("; ").append(exited);
         }
-        return new BootFailedException(why.toString(), e, consoleTail, stderrTail);
+        return new BootFailedException(why.toString(), e, consoleTail, stderrTail, workerExit);
     }
 
     private GuestTransport chooseTransport(SandboxConfig config, GuestImage image, SocketPaths sockets,
