@@ -105,6 +105,21 @@ class FunctionalCheckTest {
         assertEquals(first.passed(), second.passed());
     }
 
+    @Test
+    void aFailedTcgProbeIsNotCached() throws Exception {
+        HostInfo h = realHost();
+        // Not a kernel: QEMU refuses it at once, so the TCG probe fails.
+        Path bogus = dir.resolve("not-a-kernel");
+        java.nio.file.Files.write(bogus, new byte[4096]);
+        ProbeCache cache = new ProbeCache(dir.resolve("probe-cache.json"), Duration.ofDays(1), Clock.systemUTC());
+        FunctionalCheck c = new FunctionalCheck(new ProbeGuest.KernelGuest(bogus, Optional.empty()),
+                Duration.ofSeconds(20), Duration.ofSeconds(30), cache);
+        LayerVerdict first = c.check(Accelerator.TCG, h, h.arch());
+        assertFalse(first.passed(), first.toString());
+        LayerVerdict second = c.check(Accelerator.TCG, h, h.arch());
+        assertFalse(second.cached(), "a TCG failure (slow or broken for a moment) must be probed again: " + second);
+    }
+
     /**
      * The selection this host really makes, with the image kernel. On the project's build
      * machines (nested virtualization) KVM must come out unusable and AUTO must fall back to TCG
