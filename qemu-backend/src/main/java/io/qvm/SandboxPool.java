@@ -15,7 +15,8 @@ import java.util.function.Function;
  * documents: each call borrows a live sandbox (starting one when none is idle and the pool is not
  * full), runs one request, and gives it back. A sandbox that died or was stopped — a request
  * that overran its deadline ({@link RequestTimeoutException}), a crash
- * ({@link SandboxCrashedException}) — is dropped, so the next request gets a fresh one.
+ * ({@link SandboxCrashedException}) — is dropped, so the next request gets a fresh one; a
+ * render whose sandbox crashed is retried once (see {@link #render}).
  *
  * <pre>{@code
  * try (SandboxPool pool = SandboxPool.of(QemuVmBackend.create(), SandboxConfig.defaults(), 2)) {
@@ -27,6 +28,8 @@ import java.util.function.Function;
  * caller waits at most the boot deadline plus the request deadline for a free sandbox.
  */
 public final class SandboxPool implements AutoCloseable {
+
+    private static final System.Logger LOG = System.getLogger(SandboxPool.class.getName());
 
     private final SandboxBackend backend;
     private final SandboxConfig config;
@@ -65,9 +68,26 @@ public final class SandboxPool implements AutoCloseable {
         }
     }
 
-    /** Renders in a pooled sandbox; see {@link Sandbox#render} for the exceptions. */
+    /**
+     * Renders in a pooled sandbox; see {@link Sandbox#render} for the exceptions. A render whose
+     * sandbox died under it ({@link SandboxCrashedException}) is tried once more in a fresh
+     * sandbox: a worker that aborted for a reason of its own (see {@code QemuVmBackend}'s boot
+     * retry) should not fail the document, and a document that kills the worker every time still
+     * fails, on the second try. A timeout is never retried.
+     */
     public RenderResult render(RenderRequest request) {
-        return withSandbox(s -> s.render(request));
+        try {
+            return withSandbox(s -> s.render(request));
+        } catch (SandboxCrashedException first) {
+            LOG.log(System.Logger.Level.WARNING, "a sandbox died during a render; retrying once in a fresh "
+                    + "sandbox: " + first.getMessage().lines().findFirst().orElse(""));
+            try {
+                return withSandbox(s -> s.render(request));
+            } catch (SandboxCrashedException second) {
+                second.addSuppressed(first);
+                throw second;
+            }
+        }
     }
 
     /** Echoes through a pooled sandbox; see {@link Sandbox#echo}. */

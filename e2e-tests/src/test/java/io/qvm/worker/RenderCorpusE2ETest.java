@@ -48,7 +48,8 @@ class RenderCorpusE2ETest {
 
     TrapServer trap;
     QemuVmBackend backend;
-    Sandbox sandbox;
+    /** One sandbox, replaced if it dies (a render whose sandbox crashed is retried once). */
+    SandboxPool pool;
 
     @BeforeAll
     void boot() throws Exception {
@@ -56,8 +57,9 @@ class RenderCorpusE2ETest {
         trap = new TrapServer();
         backend = QemuVmBackend.builder().imageDir(GuestImage.defaultRoot()).stateDirectory(state)
                 .progress(RenderCorpusE2ETest::log).build();
-        sandbox = backend.start(config().build());
-        log("boot report: " + sandbox.bootReport());
+        pool = SandboxPool.of(backend, config().build(), 1);
+        pool.warmUp();
+        log("boot report: " + pool.withSandbox(Sandbox::bootReport));
     }
 
     static SandboxConfig.Builder config() {
@@ -66,6 +68,9 @@ class RenderCorpusE2ETest {
 
     @AfterAll
     void shutDown() {
+        if (pool != null) {
+            pool.close();
+        }
         if (backend != null) {
             backend.close();
         }
@@ -87,7 +92,7 @@ class RenderCorpusE2ETest {
 
     private RenderResult ok(RenderRequest r, String name) {
         try {
-            RenderResult result = sandbox.render(r);
+            RenderResult result = pool.render(r);
             log(name + " → " + result.width() + "x" + result.height() + " in " + result.renderMillis() + " ms");
             return result;
         } catch (RenderFailedException e) {
@@ -97,7 +102,7 @@ class RenderCorpusE2ETest {
 
     private ErrorCode refused(RenderRequest r, String name) {
         try {
-            RenderResult result = sandbox.render(r);
+            RenderResult result = pool.render(r);
             throw new AssertionError(name + " should be refused, rendered " + result);
         } catch (RenderFailedException e) {
             log(name + " → " + e.code() + ": " + e.getMessage());
@@ -161,7 +166,7 @@ class RenderCorpusE2ETest {
         for (String name : List.of("hostile/css-import.svg", "hostile/xml-stylesheet.svg", "hostile/external-dtd.svg",
                 "hostile/fontface-css.svg", "hostile/fontface-svg.svg")) {
             try {
-                sandbox.render(RenderRequest.svg(Corpus.withBase(name, base)));
+                pool.render(RenderRequest.svg(Corpus.withBase(name, base)));
             } catch (RenderFailedException ex) {
                 if (ex.code() != ErrorCode.UNSUPPORTED) {
                     wrong.add(name + ": " + ex.code());
@@ -191,7 +196,7 @@ class RenderCorpusE2ETest {
         assertEquals(List.of(), trap.requests(), "nothing was fetched");
         // After all that, the same sandbox still renders.
         ok(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")), "ok/shapes.svg again");
-        assertTrue(sandbox.isAlive());
+        assertEquals(1, pool.live());
     }
 
     private void expect(List<String> wrong, String name, RenderRequest r, ErrorCode code) {

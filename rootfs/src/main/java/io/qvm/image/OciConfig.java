@@ -98,6 +98,10 @@ public final class OciConfig {
         env.add("HOME=/tmp");
         env.add("LANG=C.UTF-8");
         env.add("TMPDIR=/tmp");
+        // glibc writes its fatal messages (heap corruption, failed assertions) to /dev/tty, which
+        // the sandbox does not have; this sends them to stderr, i.e. the guest console, so that
+        // an abort of the worker (status 134) says why.
+        env.add("LIBC_FATAL_STDERR_=1");
         process.put("cwd", "/tmp");
         ObjectNode caps = process.putObject("capabilities");
         for (String set : new String[] {"bounding", "effective", "inheritable", "permitted", "ambient"}) {
