@@ -45,6 +45,8 @@ pkgs=()
 for cmd in "${!need[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || pkgs+=("${need[$cmd]}")
 done
+# A static busybox: the command-line test boots a throwaway initramfs built around it.
+[ -x /bin/busybox ] || [ -x /usr/bin/busybox ] || pkgs+=(busybox-static)
 # Fonts the in-process renderer tests use on the host JVM.
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || pkgs+=(fonts-dejavu-core)
 # CA certificates let apt and Maven reach their registries over https.
