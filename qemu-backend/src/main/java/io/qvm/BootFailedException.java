@@ -7,6 +7,7 @@ public class BootFailedException extends SandboxException {
     private static final long serialVersionUID = 1L;
 
     private final Integer workerExitStatus;
+    private boolean guestStalled;
 
     public BootFailedException(String message) {
         super(message);
@@ -26,6 +27,17 @@ public class BootFailedException extends SandboxException {
             Integer workerExitStatus) {
         super(message, cause, consoleTail, stderrTail);
         this.workerExitStatus = workerExitStatus;
+    }
+
+    /** Marks a boot whose guest kernel stopped making progress (no console output) before the init ran runsc. */
+    public BootFailedException guestStalled(boolean stalled) {
+        this.guestStalled = stalled;
+        return this;
+    }
+
+    /** Whether the guest kernel stalled before the init ran runsc (the VM was stopped). */
+    public boolean guestStalled() {
+        return guestStalled;
     }
 
     /** The worker's exit status when it ended before READY (the guest init reports it), if it did. */

@@ -158,6 +158,16 @@ public final class QemuVmBackend implements SandboxBackend {
      */
     static final int BOOT_ATTEMPTS = 2;
 
+    /**
+     * A guest whose console stays silent this long before the init reaches {@code runsc} is
+     * stuck: under TCG a kernel occasionally stops making progress early in its boot (seen here
+     * once at PCI enumeration on q35, and at clock calibration on microvm — adr/0001). Such a boot
+     * is stopped and, like a worker that died, tried once more in a fresh VM. A kernel boot prints
+     * continuously: in the boot consoles read here the longest quiet stretch was the initramfs
+     * unpacking, a few seconds.
+     */
+    static final Duration GUEST_STALL = Duration.ofSeconds(90);
+
     @Override
     public Sandbox start(SandboxConfig config) {
         Objects.requireNonNull(config, "config");
@@ -171,11 +181,12 @@ public final class QemuVmBackend implements SandboxBackend {
                 return attempt(config, deadline, earlier);
             } catch (BootFailedException e) {
                 boolean workerDied = e.workerExitStatus().map(s -> s != 0).orElse(false);
-                if (!workerDied || attempt >= BOOT_ATTEMPTS || System.nanoTime() >= deadline) {
+                if (!(workerDied || e.guestStalled()) || attempt >= BOOT_ATTEMPTS || System.nanoTime() >= deadline) {
                     throw e;
                 }
-                String note = "boot attempt " + attempt + " failed: the worker exited with status "
-                        + e.workerExitStatus().get() + " before READY; retried in a fresh VM";
+                String note = "boot attempt " + attempt + " failed: " + (workerDied ? "the worker exited with status "
+                        + e.workerExitStatus().get() + " before READY" : "the guest stalled before the init ran runsc")
+                        + "; retried in a fresh VM";
                 progress.accept(note);
                 LOG.log(System.Logger.Level.WARNING, note + "\n" + e.getMessage());
                 earlier.add(note);
@@ -193,6 +204,7 @@ public final class QemuVmBackend implements SandboxBackend {
         Limits limits = limits(config);
 
         List<AutoCloseable> extras = new ArrayList<>();
+        boolean stalled = false;
         String id = StateDirectory.newSandboxId();
         SocketPaths sockets = SocketPaths.forSandbox(runtimeRoot, id);
         SandboxState state = null;
@@ -233,7 +245,15 @@ public final class QemuVmBackend implements SandboxBackend {
                     .eventListener(e -> onEvent(id, e)).connect();
             phases.put("qmp-ready", since(startNanos));
             progress.accept("sandbox " + id + ": waiting for the worker (guest boot + gVisor + JVM)");
-            Ready ready = transport.handshake(Hello.fresh(limits), remaining(deadline));
+            Ready ready;
+            try (StallWatch stall = new StallWatch(console, transport)) {
+                try {
+                    ready = transport.handshake(Hello.fresh(limits), remaining(deadline));
+                } catch (IOException | RuntimeException e) {
+                    stalled = stall.fired();
+                    throw e;
+                }
+            }
             phases.put("worker-ready", since(startNanos));
             console.poll();
             console.guestPhases().forEach((name, uptime) -> phases.put("guest:" + name, uptime));
@@ -256,13 +276,15 @@ public final class QemuVmBackend implements SandboxBackend {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
             }
-            throw bootFailure(id, e, qemu, qmp, transport, console, state, sockets, extras, config);
+            SandboxException failure = bootFailure(id, e, qemu, qmp, transport, console, state, sockets, extras,
+                    config, stalled);
+            throw failure instanceof BootFailedException b ? b.guestStalled(stalled) : failure;
         }
     }
 
     private SandboxException bootFailure(String id, Exception e, QemuProcess qemu, QmpClient qmp,
             SandboxTransport transport, ConsoleWatcher console, SandboxState state, SocketPaths sockets,
-            List<AutoCloseable> extras, SandboxConfig config) {
+            List<AutoCloseable> extras, SandboxConfig config, boolean stalled) {
         String consoleTail = qemu == null ? "" : qemu.consoleTail(4096);
         String stderrTail = qemu == null ? "" : qemu.stderrTail(4096);
         String exited = qemu == null ? null : qemu.exitInfo().map(x -> "QEMU " + x.describe()).orElse(null);
@@ -306,7 +328,10 @@ public final class QemuVmBackend implements SandboxBackend {
             return se; // a host problem before QEMU ran (no QEMU, image, accelerator, transport): already typed
         }
         StringBuilder why = new StringBuilder("sandbox " + id + " did not become ready: ");
-        if (initError != null) {
+        if (stalled) {
+            why.append("the guest stalled: no console output for ").append(GUEST_STALL.toSeconds())
+                    .append(" s before the init ran runsc (a TCG guest occasionally hangs early in its boot)");
+        } else if (initError != null) {
             why.append("the guest init failed: ").append(initError);
         } else if (e instanceof io.qvm.transport.HandshakeTimeoutException
                 || e instanceof io.qvm.backend.qmp.QmpConnectException && exited == null) {
@@ -395,6 +420,40 @@ public final class QemuVmBackend implements SandboxBackend {
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "closing " + s + ": " + e);
             }
+        }
+    }
+
+    /**
+     * Watches a booting guest's console: if it stays silent for {@link #GUEST_STALL} before the
+     * init reaches {@code runsc}, it closes the transport, which ends the pending handshake at once.
+     */
+    private static final class StallWatch implements AutoCloseable {
+        private final java.util.concurrent.ScheduledExecutorService timer;
+        private volatile boolean fired;
+
+        StallWatch(ConsoleWatcher console, SandboxTransport transport) {
+            timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "qvm-boot-stall-watch");
+                t.setDaemon(true);
+                return t;
+            });
+            timer.scheduleWithFixedDelay(() -> {
+                console.poll();
+                if (!console.reached("runsc") && console.silentFor().compareTo(GUEST_STALL) > 0) {
+                    fired = true;
+                    transport.close();
+                    timer.shutdown();
+                }
+            }, 1, 1, java.util.concurrent.TimeUnit.SECONDS);
+        }
+
+        boolean fired() {
+            return fired;
+        }
+
+        @Override
+        public void close() {
+            timer.shutdownNow();
         }
     }
 

@@ -44,6 +44,7 @@ public final class ConsoleWatcher implements AutoCloseable {
     private final Map<String, Duration> hostSeen = new LinkedHashMap<>();
     private final StringBuilder line = new StringBuilder();
     private long offset;
+    private volatile long lastGrowthNanos = System.nanoTime();
     private volatile String error;
     private volatile Integer workerExitStatus;
 
@@ -73,6 +74,16 @@ public final class ConsoleWatcher implements AutoCloseable {
         return new LinkedHashMap<>(hostSeen);
     }
 
+    /** Whether the guest printed the marker of {@code phase}. */
+    public synchronized boolean reached(String phase) {
+        return hostSeen.containsKey(phase);
+    }
+
+    /** How long the console has not grown (since this watcher started, if it never did). */
+    public Duration silentFor() {
+        return Duration.ofNanos(System.nanoTime() - lastGrowthNanos);
+    }
+
     /** The init's error line, once one was printed. */
     public Optional<String> error() {
         return Optional.ofNullable(error);
@@ -98,6 +109,7 @@ public final class ConsoleWatcher implements AutoCloseable {
             int n;
             while ((n = raf.read(buf)) > 0) {
                 offset += n;
+                lastGrowthNanos = System.nanoTime();
                 for (int i = 0; i < n; i++) {
                     char c = (char) (buf[i] & 0xFF);
                     if (c == '\n') {

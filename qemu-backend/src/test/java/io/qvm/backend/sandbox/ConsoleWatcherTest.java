@@ -1,0 +1,68 @@
+package io.qvm.backend.sandbox;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The console follower on a real file written the way QEMU writes it: appended in pieces. */
+class ConsoleWatcherTest {
+
+    @TempDir
+    Path dir;
+
+    private void append(Path f, String s) throws Exception {
+        Files.writeString(f, s, StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+    }
+
+    @Test
+    void phasesErrorsAndTheWorkersStatusAreReadAsTheyArrive() throws Exception {
+        Path f = dir.resolve("console.log");
+        List<String> progress = new CopyOnWriteArrayList<>();
+        try (ConsoleWatcher w = new ConsoleWatcher(f, System.nanoTime(), progress::add)) {
+            append(f, "[    4.8] Run /init as init process\nqvm: phase=init uptime=5.08\nqvm: phase=mod");
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.reached("init"));
+            assertFalse(w.reached("modules"), "half a line is not a marker yet");
+            append(f, "ules uptime=5.33\r\nqvm: phase=runsc uptime=5.48\n");
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.reached("runsc"));
+            assertEquals(Duration.ofMillis(5330), w.guestPhases().get("modules"));
+            append(f, "worker: starting\nqvm: phase=worker-exit status=134 uptime=49.28\nqvm: error=no port\n");
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.error().isPresent());
+            assertEquals(134, w.workerExitStatus().orElseThrow());
+            assertEquals("no port", w.error().orElseThrow());
+            assertTrue(progress.contains("guest: init (guest uptime 5.08 s)"), progress.toString());
+        }
+    }
+
+    @Test
+    void silenceIsMeasuredFromTheLastByteTheGuestWrote() throws Exception {
+        Path f = dir.resolve("console.log");
+        try (ConsoleWatcher w = new ConsoleWatcher(f, System.nanoTime(), line -> { })) {
+            append(f, "[    1.0] pci 0000:00:1f.0\n");
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.silentFor().compareTo(Duration.ofMillis(500)) < 0);
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.silentFor().compareTo(Duration.ofSeconds(1)) > 0);
+            append(f, "more\n");
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.silentFor().compareTo(Duration.ofSeconds(1)) < 0);
+        }
+    }
+
+    @Test
+    void aLineWithoutNewlinesCannotGrowWithoutBound() throws Exception {
+        Path f = dir.resolve("console.log");
+        try (ConsoleWatcher w = new ConsoleWatcher(f, System.nanoTime(), line -> { })) {
+            append(f, "x".repeat(1 << 20));
+            append(f, "\nqvm: phase=init uptime=1.00\n");
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.reached("init"));
+        }
+    }
+}
