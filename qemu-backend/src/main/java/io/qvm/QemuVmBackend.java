@@ -267,7 +267,7 @@ public final class QemuVmBackend implements SandboxBackend {
             }
             BootReport report = new BootReport(accel.accelerator().qemuName(), profile.machine().split(",")[0],
                     transport.kind(), phases, notes);
-            progress.accept("sandbox " + id + ": ready in " + millis(report.total()) + " ms");
+            progress.accept("sandbox " + id + ": ready in " + report.total().toMillis() + " ms");
             QemuSandbox sandbox = new QemuSandbox(new QemuSandbox.Parts(id, config, report, qemu, qmp, transport,
                     state, sockets, console, extras), running::remove);
             running.add(sandbox);
@@ -285,8 +285,8 @@ public final class QemuVmBackend implements SandboxBackend {
     private SandboxException bootFailure(String id, Exception e, QemuProcess qemu, QmpClient qmp,
             SandboxTransport transport, ConsoleWatcher console, SandboxState state, SocketPaths sockets,
             List<AutoCloseable> extras, SandboxConfig config, boolean stalled) {
-        String consoleTail = qemu == null ? "" : qemu.consoleTail(4096);
-        String stderrTail = qemu == null ? "" : qemu.stderrTail(4096);
+        String consoleTail = "";
+        String stderrTail = "";
         String exited = qemu == null ? null : qemu.exitInfo().map(x -> "QEMU " + x.describe()).orElse(null);
         for (AutoCloseable c : new AutoCloseable[] {transport, qmp, console}) {
             try {
@@ -300,8 +300,9 @@ public final class QemuVmBackend implements SandboxBackend {
         if (qemu != null) {
             qemu.stop(io.qvm.backend.process.StopLadder.signalsOnly());
             qemu.close();
-            consoleTail = qemu.consoleTail(4096);
-            stderrTail = qemu.stderrTail(4096);
+            // Taken once QEMU is gone, so the tails hold everything it wrote.
+            consoleTail = qemu.consoleTail(QemuProcess.TAIL_BYTES);
+            stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
         }
         // The console is complete now that QEMU is gone: read the init's verdict from it.
         if (console != null) {
@@ -404,10 +405,6 @@ public final class QemuVmBackend implements SandboxBackend {
 
     private static Duration since(long startNanos) {
         return Duration.ofNanos(System.nanoTime() - startNanos);
-    }
-
-    private static long millis(Duration d) {
-        return d.toMillis();
     }
 
     /** Closes every sandbox this backend started. Idempotent. */

@@ -46,7 +46,6 @@ import java.util.function.Consumer;
 public final class QemuSandbox implements Sandbox {
 
     private static final System.Logger LOG = System.getLogger(QemuSandbox.class.getName());
-    static final int TAIL_BYTES = 4096;
 
     private final String id;
     private final SandboxConfig config;
@@ -133,8 +132,8 @@ public final class QemuSandbox implements Sandbox {
                 return reply.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
             } catch (TimeoutException e) {
                 reply.cancel(false);
-                String consoleTail = qemu.consoleTail(TAIL_BYTES);
-                String stderrTail = qemu.stderrTail(TAIL_BYTES);
+                String consoleTail = qemu.consoleTail(QemuProcess.TAIL_BYTES);
+                String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
                 stop(false);
                 throw new RequestTimeoutException("TIMEOUT: the " + what + " request overran the request deadline of "
                         + deadline.toMillis() + " ms; sandbox " + id + " was stopped. Start a fresh sandbox for the "
@@ -163,8 +162,8 @@ public final class QemuSandbox implements Sandbox {
         String worker = console.workerExitStatus().map(s -> "; the worker exited with status " + s
                 + (s == 3 ? " (out of memory: raise SandboxConfig.memoryMib or lower the document's size)" : ""))
                 .orElse("");
-        String consoleTail = qemu.consoleTail(TAIL_BYTES);
-        String stderrTail = qemu.stderrTail(TAIL_BYTES);
+        String consoleTail = qemu.consoleTail(QemuProcess.TAIL_BYTES);
+        String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
         stop(false);
         return new SandboxCrashedException("sandbox " + id + " died during the " + what + " request (" + how + worker
                 + "): " + cause.getMessage(), cause, consoleTail, stderrTail);
