@@ -219,13 +219,15 @@ class RenderCorpusE2ETest {
 
     @Test
     void aRenderThatOverrunsTheDeadlineIsEndedAndTheNextRequestGetsAFreshSandbox() {
-        // A 3 s request deadline: the worker answers TIMEOUT itself, or the host stops the sandbox.
-        try (SandboxPool pool = SandboxPool.of(backend, config().requestTimeout(Duration.ofSeconds(3)).build(), 1)) {
+        // A 30 s request deadline: far above an ordinary render (under a second once warm, a few
+        // seconds on a loaded machine), far below three million fills at 300 dpi under TCG and
+        // gVisor. The worker answers TIMEOUT itself, or the host stops the sandbox.
+        try (SandboxPool pool = SandboxPool.of(backend, config().requestTimeout(Duration.ofSeconds(30)).build(), 1)) {
             String first = pool.withSandbox(Sandbox::id);
             boolean hostStopped = false;
             try {
-                pool.render(RenderRequest.pdf(Pdfs.slow(3_000_000)));
-                fail("a render of three million operations finished within 3 s under TCG");
+                pool.render(RenderRequest.pdf(Pdfs.slow(3_000_000)).withDpi(300));
+                fail("a render of three million fills at 300 dpi finished within 30 s under TCG");
             } catch (RenderFailedException e) {
                 assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
                 log("the worker answered TIMEOUT itself: " + e.getMessage());
