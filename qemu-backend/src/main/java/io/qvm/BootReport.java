@@ -14,15 +14,34 @@ import java.util.Optional;
  * ({@code qvm: phase=<name> uptime=<s>}) and are reported as {@code guest:<name>} with the
  * guest's own uptime, which starts a little after the QEMU process does.
  *
+ * <p>A clone restored from a template ({@link #template()} present) has the host-side phases
+ * {@code process-start}, {@code transport-connected}, {@code qmp-ready}, {@code state-loaded}
+ * (the template's state restored, VM paused), {@code resumed}, {@code clock-set} (the guest init
+ * set the clock and saw the CRNG reseed), {@code worker-ready} (a fresh HELLO answered) and
+ * {@code status-checked}; no guest phases (the guest did not boot).
+ *
  * @param accelerator the accelerator the sandbox runs on, e.g. {@code tcg}
  * @param phases ordered phase name → offset
+ * @param template the id of the template this sandbox was restored from; empty after a cold boot
  */
 public record BootReport(String accelerator, String machine, String transport, Map<String, Duration> phases,
-        List<String> notes) {
+        List<String> notes, Optional<String> template) {
 
     public BootReport {
         phases = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(phases));
         notes = List.copyOf(notes);
+        java.util.Objects.requireNonNull(template, "template");
+    }
+
+    /** A cold boot's report. */
+    public BootReport(String accelerator, String machine, String transport, Map<String, Duration> phases,
+            List<String> notes) {
+        this(accelerator, machine, transport, phases, notes, Optional.empty());
+    }
+
+    /** Whether this sandbox was restored from a template rather than booted. */
+    public boolean restored() {
+        return template.isPresent();
     }
 
     public Optional<Duration> phase(String name) {

@@ -18,15 +18,26 @@ import io.qvm.backend.qemu.GuestTransport;
 import io.qvm.backend.qemu.MachineProfile;
 import io.qvm.backend.qemu.QemuCommand;
 import io.qvm.backend.qemu.QemuCommandInput;
+import io.qvm.backend.qemu.UnsupportedQemuSetupException;
+import io.qvm.backend.qemu.VmRole;
 import io.qvm.backend.qmp.QmpClient;
 import io.qvm.backend.qmp.QmpEvent;
 import io.qvm.backend.sandbox.ConsoleWatcher;
+import io.qvm.backend.sandbox.GuestControl;
+import io.qvm.backend.template.MigrationStream;
+import io.qvm.backend.template.Template;
+import io.qvm.backend.template.TemplateException;
+import io.qvm.backend.template.TemplateKey;
+import io.qvm.backend.template.TemplateMode;
+import io.qvm.backend.template.TemplateStore;
+import io.qvm.backend.probe.HostOs;
 import io.qvm.backend.sandbox.QemuSandbox;
 import io.qvm.transport.Hello;
 import io.qvm.transport.Limits;
 import io.qvm.transport.Ready;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.TransportException;
+import io.qvm.transport.WorkerStatus;
 import io.qvm.transport.netty.SerialTransport;
 import io.qvm.transport.netty.VsockTransport;
 import io.qvm.transport.vsock.GuestCidAllocator;
@@ -34,6 +45,10 @@ import io.qvm.transport.vsock.VsockSupport;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
+import java.util.Collections;
+import java.util.LinkedHashSet;
+import java.util.Optional;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -74,7 +89,13 @@ public final class QemuVmBackend implements SandboxBackend {
     private final Path runtimeRoot;
     private final Consumer<String> progress;
     private final boolean useProbeCache;
+    private final TemplateStore templates;
+    private final boolean useTemplates;
     private final Set<QemuSandbox> running = ConcurrentHashMap.newKeySet();
+    /** Template key id → why templates are off for it in this backend (said once). */
+    private final Map<String, String> templatesOff = new ConcurrentHashMap<>();
+    /** Template id → the random bytes its recent clones reported (a repeat means shared randomness). */
+    private final Map<String, Set<String>> cloneRandoms = new ConcurrentHashMap<>();
     private final Map<String, AcceleratorChoice> choices = new ConcurrentHashMap<>();
     private final ReapReport startupReap;
     private volatile HostInfo host;
@@ -86,8 +107,13 @@ public final class QemuVmBackend implements SandboxBackend {
         this.runtimeRoot = b.runtimeRoot != null ? b.runtimeRoot : SocketPaths.defaultRuntimeRoot();
         this.progress = b.progress;
         this.useProbeCache = b.useProbeCache;
+        this.templates = b.templateRoot != null ? TemplateStore.at(b.templateRoot) : TemplateStore.defaultLocation();
+        this.useTemplates = b.useTemplates != null ? b.useTemplates : !"off".equals(System.getenv(ENV_TEMPLATES));
         this.startupReap = b.reapOnStart ? reap() : null;
     }
+
+    /** Set to {@code off} to make every sandbox cold-boot (the builder's {@code templates(false)}). */
+    public static final String ENV_TEMPLATES = "QVM_TEMPLATES";
 
     /** A backend with every default (image under {@code out/image} or {@code $QVM_IMAGE_DIR}). */
     public static QemuVmBackend create() {
@@ -131,8 +157,7 @@ public final class QemuVmBackend implements SandboxBackend {
     /** The accelerator a sandbox with {@code config} would run on (the probe's verdict is cached). */
     public AcceleratorChoice acceleratorChoice(SandboxConfig config) {
         HostInfo h = host();
-        GuestImage image = GuestImage.load(imageRoot, h.arch());
-        return choose(config, h, image);
+        return choose(config, h, image(h.arch()));
     }
 
     private AcceleratorChoice choose(SandboxConfig config, HostInfo h, GuestImage image) {
@@ -176,109 +201,517 @@ public final class QemuVmBackend implements SandboxBackend {
         }
         long deadline = System.nanoTime() + config.bootTimeout().toNanos();
         List<String> earlier = new ArrayList<>();
+        if (useTemplates) {
+            Optional<Sandbox> clone = startFromTemplate(config, deadline, earlier);
+            if (clone.isPresent()) {
+                return clone.get();
+            }
+        }
+        return coldBoot(config, deadline, earlier);
+    }
+
+    private Sandbox coldBoot(SandboxConfig config, long deadline, List<String> earlier) {
+        if (Thread.currentThread().isInterrupted()) {
+            throw new SandboxException("interrupted before the sandbox could start");
+        }
         for (int attempt = 1; ; attempt++) {
             try {
                 return attempt(config, deadline, earlier);
             } catch (BootFailedException e) {
-                boolean workerDied = e.workerExitStatus().map(s -> s != 0).orElse(false);
-                if (!(workerDied || e.guestStalled()) || attempt >= BOOT_ATTEMPTS || System.nanoTime() >= deadline) {
+                if (!retriable(e) || attempt >= BOOT_ATTEMPTS || System.nanoTime() >= deadline) {
                     throw e;
                 }
-                String note = "boot attempt " + attempt + " failed: " + (workerDied ? "the worker exited with status "
-                        + e.workerExitStatus().get() + " before READY" : "the guest stalled before the init ran runsc")
-                        + "; retried in a fresh VM";
-                progress.accept(note);
-                LOG.log(System.Logger.Level.WARNING, note + "\n" + e.getMessage());
-                earlier.add(note);
+                note(earlier, "boot attempt " + attempt + " failed: " + why(e) + "; retried in a fresh VM", e);
             }
         }
     }
 
-    private Sandbox attempt(SandboxConfig config, long deadline, List<String> earlierAttempts) {
-        long startNanos = System.nanoTime();
+    private static boolean retriable(BootFailedException e) {
+        return e.workerExitStatus().map(s -> s != 0).orElse(false) || e.guestStalled();
+    }
+
+    private static String why(BootFailedException e) {
+        return e.workerExitStatus().filter(s -> s != 0).map(s -> "the worker exited with status " + s + " before READY")
+                .orElse(e.guestStalled() ? "the guest stalled before the init ran runsc" : e.getMessage());
+    }
+
+    private void note(List<String> earlier, String note, Exception e) {
+        progress.accept(note);
+        LOG.log(System.Logger.Level.WARNING, note + "\n" + e.getMessage());
+        earlier.add(note);
+    }
+
+    // ---- templates and clones --------------------------------------------------------------
+
+    /** Which template a sandbox of {@code config} restores from, and how it is made. */
+    private record Plan(TemplateKey key, TemplateMode mode, QemuCommandInput input, GuestImage image,
+            QemuInstallation qemu, AcceleratorChoice accel, MachineProfile profile) {
+    }
+
+    /**
+     * A sandbox restored from the template of {@code config} (built first if needed), or empty
+     * when templates cannot serve this config here — the reason said once per backend and
+     * config. Any clone failure falls through to a cold boot.
+     */
+    private Optional<Sandbox> startFromTemplate(SandboxConfig config, long deadline, List<String> earlier) {
+        for (TemplateMode mode : TemplateMode.values()) {
+            Plan plan;
+            try {
+                plan = plan(config, mode);
+            } catch (SandboxException e) {
+                throw e; // no QEMU, no image, no accelerator: a cold boot would fail the same way
+            }
+            String off = templatesOff.get(plan.key().id());
+            Optional<String> unsupported = unsupported(plan);
+            if (unsupported.isPresent()) {
+                sayOnce(plan.key().id(), "templates are not used for this sandbox (" + unsupported.get()
+                        + "): every sandbox cold-boots");
+                return Optional.empty();
+            }
+            if (off != null) {
+                continue; // this mode failed before in this backend: the next mode, then cold boot
+            }
+            Template template;
+            try {
+                template = templates.obtain(plan.key(), mode, (dir, m) -> buildTemplate(plan, dir, deadline),
+                        progress);
+            } catch (SandboxException e) {
+                if (Thread.currentThread().isInterrupted()) {
+                    throw e;
+                }
+                String next = mode == TemplateMode.SHARED_RAM ? "trying a full-state template" : "cold-booting instead";
+                sayOnce(plan.key().id(), "cannot build a " + mode.id() + " template: "
+                        + e.getMessage().lines().findFirst().orElse("") + "; " + next);
+                LOG.log(System.Logger.Level.WARNING, "template build failed", e);
+                continue;
+            }
+            for (int attempt = 1; attempt <= BOOT_ATTEMPTS && System.nanoTime() < deadline; attempt++) {
+                try {
+                    return Optional.of(restore(plan, template, deadline, earlier));
+                } catch (TemplateException e) {
+                    // the template itself is at fault (QEMU refused it, clones share randomness)
+                    templates.discard(template.id());
+                    sayOnce(plan.key().id(), "template " + template.id() + " is unusable: " + e.getMessage()
+                            + "; it was deleted, and this backend cold-boots sandboxes of this config");
+                    return Optional.empty();
+                } catch (SandboxException e) {
+                    if (Thread.currentThread().isInterrupted()) {
+                        throw e; // the caller gave up (a pool closing): no second clone, no cold boot
+                    }
+                    note(earlier, "restore attempt " + attempt + " from template " + template.id() + " failed: "
+                            + e.getMessage().lines().findFirst().orElse("") + (attempt < BOOT_ATTEMPTS
+                            ? "; trying a fresh clone" : "; cold-booting instead"), e);
+                }
+            }
+            return Optional.empty();
+        }
+        return Optional.empty();
+    }
+
+    private void sayOnce(String keyId, String why) {
+        if (templatesOff.putIfAbsent(keyId, why) == null) {
+            progress.accept("qvm: " + why);
+            LOG.log(System.Logger.Level.WARNING, why);
+        }
+    }
+
+    /** Why templates cannot work for {@code plan} on this host, if they cannot. */
+    private static Optional<String> unsupported(Plan plan) {
+        if (!plan.profile().vmgenid()) {
+            return Optional.of("machine " + plan.profile().machine().split(",")[0] + " of a "
+                    + plan.image().arch().qemuName() + " guest has no vmgenid device, so clones would share the "
+                    + "guest's randomness");
+        }
+        if (plan.mode() == TemplateMode.SHARED_RAM && plan.input().hostOs() == HostOs.WINDOWS) {
+            return Optional.empty(); // handled by the mode loop: a shared RAM file fails, full state follows
+        }
+        return Optional.empty();
+    }
+
+    private Plan plan(SandboxConfig config, TemplateMode mode) {
         HostInfo h = host();
         Arch guest = h.arch();
         QemuInstallation qemuInstall = h.requireQemu(guest);
-        GuestImage image = GuestImage.load(imageRoot, guest);
+        GuestImage image = image(guest);
         AcceleratorChoice accel = choose(config, h, image);
-        Limits limits = limits(config);
+        GuestTransport transport = new GuestTransport.Serial(Path.of("/qvm-template/run/worker.sock"));
+        QemuCommandInput input = QemuCommandInput.builder().host(h.os(), h.arch()).guestArch(guest)
+                .accelerator(accel.accelerator()).qemu(qemuInstall.binary(), qemuInstall.version()).config(config)
+                .image(image.kernel(), image.initrd()).qmpSocket(Path.of("/qvm-template/run/qmp.sock"))
+                .consoleLog(Path.of("/qvm-template/run/console.log")).pidFile(Path.of("/qvm-template/run/qemu.pid"))
+                .controlSocket(Path.of("/qvm-template/run/control.sock")).transport(transport).build();
+        MachineProfile profile = MachineProfile.select(h.os(), h.arch(), guest, accel.accelerator(),
+                qemuInstall.version(), true);
+        TemplateKey key = TemplateKey.of(input, mode, image, qemuInstall);
+        return new Plan(key, mode, input, image, qemuInstall, accel, profile);
+    }
 
-        List<AutoCloseable> extras = new ArrayList<>();
-        boolean stalled = false;
-        String id = StateDirectory.newSandboxId();
-        SocketPaths sockets = SocketPaths.forSandbox(runtimeRoot, id);
-        SandboxState state = null;
-        QemuProcess qemu = null;
-        QmpClient qmp = null;
-        SandboxTransport transport = null;
-        ConsoleWatcher console = null;
+    /** The template's key for {@code config} on this host (what {@code qvm template ls} shows). */
+    public TemplateKey templateKey(SandboxConfig config) {
+        return plan(config, TemplateMode.SHARED_RAM).key();
+    }
+
+    /** Where this backend keeps templates. */
+    public TemplateStore templateStore() {
+        return templates;
+    }
+
+    /**
+     * Builds (or finds) the template of {@code config} without starting a sandbox.
+     *
+     * @throws SandboxException when templates cannot be used for it here, or the build failed
+     */
+    public Template buildTemplate(SandboxConfig config) {
+        Plan plan = plan(config, TemplateMode.SHARED_RAM);
+        Optional<String> unsupported = unsupported(plan);
+        if (unsupported.isPresent()) {
+            throw new TemplateException("templates are not used here: " + unsupported.get());
+        }
+        long deadline = System.nanoTime() + config.bootTimeout().toNanos();
+        return templates.obtain(plan.key(), plan.mode(), (dir, m) -> buildTemplate(plan, dir, deadline), progress);
+    }
+
+    /**
+     * Boots the template VM to READY, saves it into {@code dir} and quits it. The host stays
+     * connected to both ports while the VM is saved: a virtio-serial port whose host end
+     * disconnects reads as end of input in the guest, which would end the worker (FINDINGS).
+     */
+    private TemplateStore.Built buildTemplate(Plan plan, Path dir, long deadline) throws Exception {
+        progress.accept("template " + plan.key().id() + ": booting the template VM (" + plan.mode().id()
+                + "; once per image, QEMU and config)");
+        Optional<Path> ram = plan.mode() == TemplateMode.SHARED_RAM ? Optional.of(dir.resolve(Template.RAM))
+                : Optional.empty();
+        Launch l = null;
+        QemuSandbox vm = null;
+        for (int attempt = 1; vm == null; attempt++) {
+            try {
+                if (ram.isPresent()) {
+                    java.nio.file.Files.deleteIfExists(ram.get()); // a failed attempt's pages
+                }
+                l = launch(plan.input().config(), new VmRole.Template(ram), deadline);
+                try {
+                    handshake(l, deadline);
+                    vm = l.toSandbox(l.report(List.of(), Optional.empty()));
+                } catch (RuntimeException | IOException | InterruptedException e) {
+                    if (e instanceof InterruptedException) {
+                        Thread.currentThread().interrupt();
+                    }
+                    throw l.fail(e, l.stalled);
+                }
+            } catch (BootFailedException e) {
+                if (!retriable(e) || attempt >= BOOT_ATTEMPTS || System.nanoTime() >= deadline
+                        || Thread.currentThread().isInterrupted()) {
+                    throw e;
+                }
+                note(new ArrayList<>(), "template boot attempt " + attempt + " failed: " + why(e)
+                        + "; retried in a fresh VM", e);
+            }
+        }
         try {
-            GuestTransport guestTransport = chooseTransport(config, image, sockets, extras);
-            sockets.createDirectories();
-            state = states.create(id, qemuInstall.binary().toString(), sockets);
+            l.control.ping(Duration.ofSeconds(10));
+            MigrationStream.Saved saved = MigrationStream.save(l.qmp, l.sockets.migration(),
+                    dir.resolve(Template.STATE), plan.mode() == TemplateMode.SHARED_RAM, Duration.ofSeconds(120));
+            return new TemplateStore.Built(vm.bootReport().total().toMillis(), saved.took().toMillis());
+        } finally {
+            // Never resume a saved template: its clones map the pages it would write. quit, no GOODBYE.
+            vm.discard();
+        }
+    }
+
+    /**
+     * Starts a clone of {@code template}: QEMU paused with {@code -incoming defer}, the state
+     * restored, {@code cont}, then the clone proves itself — the guest init sets the clock and
+     * reports the CRNG reseed, a fresh HELLO with a new nonce is answered, and a STATUS shows the
+     * worker's clock and randomness.
+     */
+    private Sandbox restore(Plan plan, Template template, long deadline, List<String> earlier) {
+        // the cheap checks, on every use (adr/0006); a refused template is deleted and rebuilt next time
+        TemplateStore.Lookup check = templates.find(plan.key());
+        if (check.template().isEmpty()) {
+            throw new TemplateException(check.why());
+        }
+        Launch p = launch(plan.input().config(), new VmRole.Clone(template.ramFile()), deadline);
+        long startNanos = p.startNanos;
+        try {
+            Map<String, Duration> phases = p.phases;
+            Duration restoreTimeout = min(remaining(deadline), Duration.ofSeconds(60));
+            MigrationStream.restore(p.qmp, p.sockets.migration(), template.stateFile(),
+                    template.mode() == TemplateMode.SHARED_RAM, restoreTimeout);
+            phases.put("state-loaded", since(startNanos));
+            p.qmp.cont();
+            phases.put("resumed", since(startNanos));
+            GuestControl.Restored r = p.control.restore(Instant.now(), min(remaining(deadline), Duration.ofSeconds(20)));
+            phases.put("clock-set", since(startNanos));
+            if (r.forks() < 1) {
+                throw new TemplateException("the guest kernel did not reseed its random generator after the restore "
+                        + "(no 'crng reseeded due to virtual machine fork' within the init's wait): clones would share "
+                        + "randomness");
+            }
+            Ready ready = p.transport.handshake(Hello.fresh(limits(plan.input().config())), remaining(deadline));
+            phases.put("worker-ready", since(startNanos));
+            WorkerStatus status = awaitClock(p.transport, deadline);
+            phases.put("status-checked", since(startNanos));
+            checkStatus(template, status);
+            QemuSandbox done = p.toSandbox(new BootReport(plan.accel().accelerator().qemuName(),
+                    plan.profile().machine().split(",")[0], p.transport.kind(), phases,
+                    cloneNotes(earlier, plan, template, ready, status), Optional.of(template.id())));
+            progress.accept("sandbox " + p.id + ": restored from template " + template.id() + " in "
+                    + phases.get("worker-ready").toMillis() + " ms");
+            running.add(done);
+            return done;
+        } catch (TemplateException e) {
+            p.fail(e, false);
+            throw e;
+        } catch (RuntimeException | IOException | InterruptedException | java.util.concurrent.ExecutionException
+                | java.util.concurrent.TimeoutException | io.qvm.backend.qmp.QmpException e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            throw p.fail(e, false);
+        }
+    }
+
+    private List<String> cloneNotes(List<String> earlier, Plan plan, Template template, Ready ready,
+            WorkerStatus status) {
+        List<String> notes = new ArrayList<>(earlier);
+        plan.accel().warning().ifPresent(notes::add);
+        notes.add("restored from template " + template.id() + " (" + template.mode().id() + "); worker clock "
+                + (status.wallClockMillis() - System.currentTimeMillis()) + " ms from the host's, random bytes of "
+                + "its own");
+        notes.add("worker " + ready.version() + " capabilities " + ready.capabilities());
+        return notes;
+    }
+
+    /**
+     * The clone's own view of itself: its clock within {@link #MAX_CLOCK_SKEW} of the host's, and
+     * random bytes no earlier clone of this template reported.
+     */
+    private void checkStatus(Template template, WorkerStatus status) {
+        long skew = Math.abs(status.wallClockMillis() - System.currentTimeMillis());
+        if (skew > MAX_CLOCK_SKEW.toMillis()) {
+            throw new SandboxException("the restored worker's clock is " + skew + " ms off the host's although the "
+                    + "init set it: refusing the clone");
+        }
+        Set<String> seen = cloneRandoms.computeIfAbsent(template.id(),
+                k -> Collections.synchronizedSet(Collections.newSetFromMap(new java.util.LinkedHashMap<>() {
+                    private static final long serialVersionUID = 1L;
+
+                    @Override
+                    protected boolean removeEldestEntry(Map.Entry<String, Boolean> e) {
+                        return size() > 256;
+                    }
+                })));
+        if (!seen.add(status.random())) {
+            throw new TemplateException("two clones of template " + template.id() + " read the same bytes from "
+                    + "/dev/urandom: their randomness is not their own");
+        }
+    }
+
+    /**
+     * STATUS until the worker's clock is within {@link #CLOCK_SETTLED} of the host's, for at most
+     * {@link #CLOCK_WAIT}. The init sets the guest kernel's clock at once, but gVisor's sentry
+     * keeps its own calibrated clock, updated about once a second; it notices the jump (and falls
+     * back to the guest's clock) at its next update, which after a restore under TCG came 1–2 s
+     * later. The last status is returned either way; {@link #checkStatus} judges it.
+     */
+    private static WorkerStatus awaitClock(SandboxTransport transport, long deadline) throws InterruptedException,
+            java.util.concurrent.ExecutionException, java.util.concurrent.TimeoutException {
+        long until = System.nanoTime() + CLOCK_WAIT.toNanos();
+        while (true) {
+            WorkerStatus st = QemuSandbox.status(transport, min(remaining(deadline), Duration.ofSeconds(20)));
+            long skew = Math.abs(st.wallClockMillis() - System.currentTimeMillis());
+            if (skew <= CLOCK_SETTLED.toMillis() || System.nanoTime() > until) {
+                return st;
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    static final Duration CLOCK_SETTLED = Duration.ofMillis(500);
+    static final Duration CLOCK_WAIT = Duration.ofSeconds(5);
+
+    /** A restored worker whose clock is further off than this from the host's is refused. */
+    static final Duration MAX_CLOCK_SKEW = Duration.ofSeconds(2);
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
+    }
+
+    private final Map<Arch, ImageSeen> images = new ConcurrentHashMap<>();
+
+    /** A verified image and what its files looked like then. */
+    private record ImageSeen(GuestImage image, Map<String, String> stamps) {
+    }
+
+    /**
+     * The guest image, verified (every SHA-256, some 0.2 s for its 60 MB) the first time and again
+     * whenever a file's size, mtime or inode changed since — not on every start, which for a clone
+     * would cost more than the restore itself.
+     */
+    private GuestImage image(Arch guest) {
+        ImageSeen seen = images.get(guest);
+        if (seen != null && seen.stamps().equals(stamps(seen.image()))) {
+            return seen.image();
+        }
+        GuestImage image = GuestImage.load(imageRoot, guest);
+        images.put(guest, new ImageSeen(image, stamps(image)));
+        return image;
+    }
+
+    private static Map<String, String> stamps(GuestImage image) {
+        Map<String, String> out = new java.util.TreeMap<>();
+        for (String f : image.sha256().keySet()) {
+            Path p = image.dir().resolve(f);
+            try {
+                Object ino = java.nio.file.Files.getFileStore(p).supportsFileAttributeView("unix")
+                        ? java.nio.file.Files.getAttribute(p, "unix:ino") : "";
+                out.put(f, java.nio.file.Files.size(p) + "|" + java.nio.file.Files.getLastModifiedTime(p) + "|" + ino);
+            } catch (IOException e) {
+                out.put(f, "missing");
+            }
+        }
+        return out;
+    }
+
+    // ---- one VM: launch, handshake, failure -------------------------------------------------
+
+    private Sandbox attempt(SandboxConfig config, long deadline, List<String> earlierAttempts) {
+        Launch l = launch(config, VmRole.cold(), deadline);
+        try {
+            handshake(l, deadline);
+            QemuSandbox sandbox = l.toSandbox(l.report(earlierAttempts, Optional.empty()));
+            progress.accept("sandbox " + l.id + ": ready in " + sandbox.bootReport().total().toMillis() + " ms");
+            running.add(sandbox);
+            return sandbox;
+        } catch (RuntimeException | IOException | InterruptedException e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            throw l.fail(e, l.stalled);
+        }
+    }
+
+    /** HELLO/READY of a booting guest, with the stall watch of {@link #GUEST_STALL}. */
+    private void handshake(Launch l, long deadline) throws IOException, InterruptedException {
+        progress.accept("sandbox " + l.id + ": waiting for the worker (guest boot + gVisor + JVM)");
+        try (StallWatch stall = new StallWatch(l.console, l.transport)) {
+            try {
+                l.ready = l.transport.handshake(Hello.fresh(limits(l.config)), remaining(deadline));
+            } catch (IOException | RuntimeException e) {
+                l.stalled = stall.fired();
+                throw e;
+            }
+        }
+        l.phases.put("worker-ready", since(l.startNanos));
+        l.console.poll();
+        l.console.guestPhases().forEach((name, uptime) -> l.phases.put("guest:" + name, uptime));
+    }
+
+    /**
+     * Starts QEMU for {@code role} and connects everything the host holds: the worker's port
+     * first (the guest init opens it a few seconds into the boot, and a port whose host end is
+     * not connected reads as end of input, which ends the worker), the init's control port, QMP.
+     * On failure everything created is released and a typed exception thrown.
+     */
+    private Launch launch(SandboxConfig config, VmRole role, long deadline) {
+        HostInfo h = host();
+        Arch guest = h.arch();
+        QemuInstallation qemuInstall = h.requireQemu(guest);
+        GuestImage image = image(guest);
+        AcceleratorChoice accel = choose(config, h, image);
+        Launch l = new Launch(config, accel);
+        try {
+            GuestTransport guestTransport = role instanceof VmRole.Cold
+                    ? chooseTransport(config, image, l.sockets, l.extras) : new GuestTransport.Serial(l.sockets.worker());
+            l.sockets.createDirectories();
+            l.state = states.create(l.id, qemuInstall.binary().toString(), l.sockets);
             QemuCommandInput input = QemuCommandInput.builder()
                     .host(h.os(), h.arch()).guestArch(guest).accelerator(accel.accelerator())
                     .qemu(qemuInstall.binary(), qemuInstall.version()).config(config)
                     .image(image.kernel(), image.initrd())
-                    .qmpSocket(sockets.qmp()).consoleLog(state.consoleLog()).pidFile(state.pidFile())
-                    .transport(guestTransport).build();
+                    .qmpSocket(l.sockets.qmp()).consoleLog(l.state.consoleLog()).pidFile(l.state.pidFile())
+                    .controlSocket(l.sockets.control()).transport(guestTransport).role(role).build();
             List<String> argv = QemuCommand.build(input);
-            MachineProfile profile = MachineProfile.select(h.os(), h.arch(), guest, accel.accelerator(),
-                    qemuInstall.version());
-            progress.accept("sandbox " + id + ": starting QEMU (" + accel.accelerator().qemuName() + ", "
-                    + profile.machine().split(",")[0] + ", " + config.vcpus() + " vCPU, " + config.memoryMib()
+            l.profile = MachineProfile.select(h.os(), h.arch(), guest, accel.accelerator(), qemuInstall.version(),
+                    !(role instanceof VmRole.Cold));
+            String what = role instanceof VmRole.Clone ? "restoring" : role instanceof VmRole.Template
+                    ? "starting the template VM" : "starting QEMU";
+            progress.accept("sandbox " + l.id + ": " + what + " (" + accel.accelerator().qemuName() + ", "
+                    + l.profile.machine().split(",")[0] + ", " + config.vcpus() + " vCPU, " + config.memoryMib()
                     + " MiB)");
-            qemu = QemuProcess.launcher(argv).stdout(state.stdoutLog()).stderr(state.stderrLog())
-                    .console(state.consoleLog()).start();
-            state.recordQemu(qemu.handle());
-            console = new ConsoleWatcher(state.consoleLog(), startNanos, line -> progress.accept("sandbox " + id
+            l.startNanos = System.nanoTime();
+            l.qemu = QemuProcess.launcher(argv).stdout(l.state.stdoutLog()).stderr(l.state.stderrLog())
+                    .console(l.state.consoleLog()).start();
+            l.state.recordQemu(l.qemu.handle());
+            String id = l.id;
+            l.console = new ConsoleWatcher(l.state.consoleLog(), l.startNanos, line -> progress.accept("sandbox " + id
                     + ": " + line));
-
-            Map<String, Duration> phases = new LinkedHashMap<>();
-            phases.put("process-start", Duration.ZERO);
-            QemuProcess q = qemu;
-            // The worker's port first: the guest init opens it a few seconds into the boot, and a
-            // port whose host end is not connected reads as end of input, which ends the worker.
-            transport = connectTransport(guestTransport, limits, remaining(deadline), q);
-            phases.put("transport-connected", since(startNanos));
-            qmp = QmpClient.builder(sockets.qmp()).connectTimeout(remaining(deadline)).processAlive(q::isAlive)
+            l.phases.put("process-start", Duration.ZERO);
+            QemuProcess q = l.qemu;
+            l.transport = connectTransport(guestTransport, limits(config), remaining(deadline), q);
+            l.phases.put("transport-connected", since(l.startNanos));
+            l.control = GuestControl.connect(l.sockets.control(), remaining(deadline), q::isAlive);
+            l.extras.add(l.control);
+            l.qmp = QmpClient.builder(l.sockets.qmp()).connectTimeout(remaining(deadline)).processAlive(q::isAlive)
                     .eventListener(e -> onEvent(id, e)).connect();
-            phases.put("qmp-ready", since(startNanos));
-            progress.accept("sandbox " + id + ": waiting for the worker (guest boot + gVisor + JVM)");
-            Ready ready;
-            try (StallWatch stall = new StallWatch(console, transport)) {
-                try {
-                    ready = transport.handshake(Hello.fresh(limits), remaining(deadline));
-                } catch (IOException | RuntimeException e) {
-                    stalled = stall.fired();
-                    throw e;
-                }
+            l.phases.put("qmp-ready", since(l.startNanos));
+            return l;
+        } catch (RuntimeException | IOException | InterruptedException | QemuProcessException
+                | io.qvm.backend.qmp.QmpException e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
             }
-            phases.put("worker-ready", since(startNanos));
-            console.poll();
-            console.guestPhases().forEach((name, uptime) -> phases.put("guest:" + name, uptime));
+            throw l.fail(e, false);
+        }
+    }
 
-            List<String> notes = new ArrayList<>(earlierAttempts);
+    /** What one VM being started holds, released together when the start fails. */
+    private final class Launch {
+        final String id = StateDirectory.newSandboxId();
+        final SocketPaths sockets = SocketPaths.forSandbox(runtimeRoot, id);
+        final SandboxConfig config;
+        final AcceleratorChoice accel;
+        final List<AutoCloseable> extras = new ArrayList<>();
+        final Map<String, Duration> phases = new LinkedHashMap<>();
+        long startNanos = System.nanoTime();
+        MachineProfile profile;
+        SandboxState state;
+        QemuProcess qemu;
+        QmpClient qmp;
+        SandboxTransport transport;
+        ConsoleWatcher console;
+        GuestControl control;
+        Ready ready;
+        boolean stalled;
+
+        Launch(SandboxConfig config, AcceleratorChoice accel) {
+            this.config = config;
+            this.accel = accel;
+        }
+
+        BootReport report(List<String> earlier, Optional<String> template) {
+            List<String> notes = new ArrayList<>(earlier);
             accel.warning().ifPresent(notes::add);
             notes.add("worker " + ready.version() + " capabilities " + ready.capabilities());
             if (transport.discardedBytes() > 0 || transport.discardedFrames() > 0) {
                 notes.add("handshake discarded " + transport.discardedBytes() + " stale bytes and "
                         + transport.discardedFrames() + " frames");
             }
-            BootReport report = new BootReport(accel.accelerator().qemuName(), profile.machine().split(",")[0],
-                    transport.kind(), phases, notes);
-            progress.accept("sandbox " + id + ": ready in " + report.total().toMillis() + " ms");
-            QemuSandbox sandbox = new QemuSandbox(new QemuSandbox.Parts(id, config, report, qemu, qmp, transport,
-                    state, sockets, console, extras), running::remove);
-            running.add(sandbox);
-            return sandbox;
-        } catch (RuntimeException | IOException | InterruptedException | QemuProcessException | io.qvm.backend.qmp.QmpException e) {
-            if (e instanceof InterruptedException) {
-                Thread.currentThread().interrupt();
-            }
+            return new BootReport(accel.accelerator().qemuName(), profile.machine().split(",")[0], transport.kind(),
+                    phases, notes, template);
+        }
+
+        QemuSandbox toSandbox(BootReport report) {
+            return new QemuSandbox(new QemuSandbox.Parts(id, config, report, qemu, qmp, transport, state, sockets,
+                    console, extras), running::remove);
+        }
+
+        /** Releases everything and returns the typed failure (a host problem as it was, else BootFailed). */
+        SandboxException fail(Exception e, boolean stalled) {
             SandboxException failure = bootFailure(id, e, qemu, qmp, transport, console, state, sockets, extras,
                     config, stalled);
-            throw failure instanceof BootFailedException b ? b.guestStalled(stalled) : failure;
+            return failure instanceof BootFailedException b && !(failure instanceof TemplateException)
+                    ? b.guestStalled(stalled) : failure;
         }
     }
 
@@ -462,8 +895,26 @@ public final class QemuVmBackend implements SandboxBackend {
         private Consumer<String> progress = line -> { };
         private boolean reapOnStart = true;
         private boolean useProbeCache = true;
+        private Path templateRoot;
+        private Boolean useTemplates;
 
         private Builder() {
+        }
+
+        /**
+         * Whether sandboxes start as clones of a template (default: yes, unless
+         * {@code QVM_TEMPLATES=off}); where templates cannot work, sandboxes cold-boot anyway and
+         * the reason is said once.
+         */
+        public Builder templates(boolean use) {
+            this.useTemplates = use;
+            return this;
+        }
+
+        /** Where templates are kept (default {@code $QVM_CACHE/templates} or {@code ~/.cache/qvm/templates}). */
+        public Builder templateDirectory(Path root) {
+            this.templateRoot = Objects.requireNonNull(root, "root");
+            return this;
         }
 
         /** The directory holding one image directory per architecture (default {@link GuestImage#defaultRoot()}). */

@@ -2,6 +2,7 @@ package io.qvm;
 
 import io.qvm.transport.RenderRequest;
 import io.qvm.transport.RenderResult;
+import io.qvm.transport.WorkerStatus;
 import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 
@@ -42,6 +43,16 @@ public interface Sandbox extends AutoCloseable {
      * @throws SandboxCrashedException the sandbox died (e.g. the worker ran out of memory)
      */
     RenderResult render(RenderRequest request);
+
+    /**
+     * Asks the worker about itself: its wall clock, a few fresh bytes of its {@code /dev/urandom}
+     * and how many requests it served — nothing of any document. After a restore from a template
+     * this shows that the clock was set and that the clone's randomness is its own.
+     *
+     * @throws RequestTimeoutException no answer within the request deadline; the sandbox was stopped
+     * @throws SandboxCrashedException the sandbox died
+     */
+    WorkerStatus status();
 
     /** Whether QEMU still runs and the transport is up. */
     boolean isAlive();

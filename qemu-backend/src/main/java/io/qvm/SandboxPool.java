@@ -2,87 +2,246 @@ package io.qvm;
 
 import io.qvm.transport.RenderRequest;
 import io.qvm.transport.RenderResult;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 
 /**
- * A fixed number of sandboxes of one {@link SandboxConfig}, for a server that renders many
- * documents: each call borrows a live sandbox (starting one when none is idle and the pool is not
- * full), runs one request, and gives it back. A sandbox that died or was stopped — a request
- * that overran its deadline ({@link RequestTimeoutException}), a crash
- * ({@link SandboxCrashedException}) — is dropped, so the next request gets a fresh one; a
- * render whose sandbox crashed is retried once (see {@link #render}).
+ * Sandboxes of one {@link SandboxConfig} for a server that renders many documents, handed out
+ * under a {@link Recycle recycle policy}:
+ *
+ * <ul>
+ *   <li>{@link Recycle#perRequest()} — a fresh, never-used sandbox for every request, closed
+ *       afterwards: a document that exploits the renderer never sees a later document. The
+ *       default ({@link Recycle#auto()}) whenever the backend restores sandboxes from a template
+ *       (a clone costs a fraction of a second there, a cold boot a minute);</li>
+ *   <li>{@link Recycle#afterRequests(int)} — a sandbox serves up to N requests, then is closed;</li>
+ *   <li>{@link Recycle#perCaller()} — {@link #render(String, RenderRequest)}: a sandbox serves one
+ *       caller key only; one caller's documents never share a VM with another's.</li>
+ * </ul>
+ *
+ * <p>A background thread keeps {@link Builder#minIdle} fresh sandboxes started ahead (each
+ * warmed with one canned SVG and PDF render, so a request does not pay the first render's JIT
+ * and translation cost), so a request never waits for a restore; at most
+ * {@link Builder#maxSandboxes} exist at once; a request waits at most
+ * {@link Builder#acquireTimeout} for one. A sandbox that died or overran its deadline is dropped.
+ * A render whose sandbox crashed is retried once in a fresh sandbox — except when the worker ran
+ * out of memory on that document (exit status 3), which it would do again.
  *
  * <pre>{@code
- * try (SandboxPool pool = SandboxPool.of(QemuVmBackend.create(), SandboxConfig.defaults(), 2)) {
+ * try (QemuVmBackend backend = QemuVmBackend.create();
+ *      SandboxPool pool = SandboxPool.builder(backend, SandboxConfig.defaults()).minIdle(2).build()) {
  *     RenderResult png = pool.render(RenderRequest.svg(bytes));
+ *     RenderResult mine = pool.render("tenant-42", RenderRequest.pdf(pdfBytes));  // perCaller()
+ *     PoolStats s = pool.stats();
  * }
  * }</pre>
- *
- * Sandboxes start lazily; {@link #warmUp()} starts them all ahead of the first request. A
- * caller waits at most the boot deadline plus the request deadline for a free sandbox.
  */
 public final class SandboxPool implements AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger(SandboxPool.class.getName());
 
+    /** How long a sandbox may be used. */
+    public sealed interface Recycle permits PerRequest, AfterRequests, PerCaller, Auto {
+        /** A fresh sandbox per request. */
+        static Recycle perRequest() {
+            return new PerRequest();
+        }
+
+        /** A sandbox serves up to {@code n} requests (1..1,000,000), then is replaced. */
+        static Recycle afterRequests(int n) {
+            return new AfterRequests(n);
+        }
+
+        /** A sandbox serves one caller key ({@link SandboxPool#render(String, RenderRequest)}) only. */
+        static Recycle perCaller() {
+            return new PerCaller();
+        }
+
+        /**
+         * {@link #perRequest()} when the backend restores sandboxes from a template, otherwise
+         * {@code afterRequests(1000)}: decided by the first sandbox the pool gets.
+         */
+        static Recycle auto() {
+            return new Auto();
+        }
+    }
+
+    record PerRequest() implements Recycle {
+    }
+
+    record AfterRequests(int n) implements Recycle {
+        AfterRequests {
+            if (n < 1 || n > 1_000_000) {
+                throw new IllegalArgumentException("afterRequests(" + n + ") is invalid: allowed 1..1000000");
+            }
+        }
+    }
+
+    record PerCaller() implements Recycle {
+    }
+
+    record Auto() implements Recycle {
+    }
+
+    /** What {@code auto()} uses when sandboxes cold-boot. */
+    static final int AUTO_REUSE = 1000;
+
+    /**
+     * Counters since the pool was created.
+     *
+     * @param started    sandboxes that cold-booted
+     * @param restored   sandboxes restored from a template
+     * @param recycled   sandboxes closed because the policy said so (not because they failed)
+     * @param crashed    sandboxes that died under a request
+     * @param timedOut   requests that overran the request deadline (their sandbox was stopped)
+     * @param requests   requests handed a sandbox
+     * @param retried    renders retried in a fresh sandbox after a crash
+     * @param failedStarts sandboxes that could not be started
+     * @param live       sandboxes alive now (idle, busy or starting)
+     * @param idle       fresh sandboxes waiting now
+     */
+    public record PoolStats(long started, long restored, long recycled, long crashed, long timedOut, long requests,
+            long retried, long failedStarts, int live, int idle) {
+    }
+
     private final SandboxBackend backend;
     private final SandboxConfig config;
-    private final int size;
-    private final LinkedBlockingDeque<Sandbox> idle = new LinkedBlockingDeque<>();
-    private final List<Sandbox> all = new ArrayList<>();
+    private final int maxSandboxes;
+    private final int minIdle;
+    private final Duration acquireTimeout;
+    private final boolean warmUpRender;
+    private volatile Recycle recycle;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    /** Never used (beyond the warm-up render). */
+    private final Deque<Sandbox> fresh = new ArrayDeque<>();
+    /** Used, may serve again (afterRequests). */
+    private final Deque<Sandbox> used = new ArrayDeque<>();
+    /** Used by one caller, may serve that caller again (perCaller). */
+    private final Map<String, Sandbox> byCaller = new HashMap<>();
+    private final Map<Sandbox, Integer> uses = new IdentityHashMap<>();
+    private int live;
+    private int starting;
     private boolean closed;
+    private final Thread filler;
 
-    private SandboxPool(SandboxBackend backend, SandboxConfig config, int size) {
-        this.backend = Objects.requireNonNull(backend, "backend");
-        this.config = Objects.requireNonNull(config, "config");
-        if (size < 1 || size > 64) {
-            throw new IllegalArgumentException("size = " + size + " is invalid: allowed 1..64");
+    private final AtomicLong started = new AtomicLong();
+    private final AtomicLong restored = new AtomicLong();
+    private final AtomicLong recycled = new AtomicLong();
+    private final AtomicLong crashed = new AtomicLong();
+    private final AtomicLong timedOut = new AtomicLong();
+    private final AtomicLong requests = new AtomicLong();
+    private final AtomicLong retried = new AtomicLong();
+    private final AtomicLong failedStarts = new AtomicLong();
+
+    private SandboxPool(Builder b) {
+        this.backend = b.backend;
+        this.config = b.config;
+        this.maxSandboxes = b.maxSandboxes;
+        this.minIdle = b.minIdle;
+        this.acquireTimeout = b.acquireTimeout != null ? b.acquireTimeout
+                : config.bootTimeout().plus(config.requestTimeout());
+        this.warmUpRender = b.warmUpRender;
+        this.recycle = b.recycle;
+        if (minIdle > maxSandboxes) {
+            throw new IllegalArgumentException("minIdle = " + minIdle + " is more than maxSandboxes = " + maxSandboxes);
         }
-        this.size = size;
+        this.filler = new Thread(this::fillLoop, "qvm-pool-filler");
+        this.filler.setDaemon(true);
+        if (minIdle > 0) {
+            filler.start();
+        }
     }
 
-    /** A pool of at most {@code size} sandboxes of {@code config}; the pool does not close {@code backend}. */
+    /** A pool of {@code config} sandboxes; see {@link Builder} for the defaults. The pool does not close {@code backend}. */
+    public static Builder builder(SandboxBackend backend, SandboxConfig config) {
+        return new Builder(backend, config);
+    }
+
+    /**
+     * At most {@code size} sandboxes of {@code config}, recycled by {@link Recycle#auto()}, none
+     * started ahead (the shape of qvm's first pool).
+     */
     public static SandboxPool of(SandboxBackend backend, SandboxConfig config, int size) {
-        return new SandboxPool(backend, config, size);
+        return builder(backend, config).maxSandboxes(size).minIdle(0).build();
     }
 
-    /** Starts sandboxes until the pool is full. */
+    /** The policy in force ({@code auto()} is resolved by the first sandbox). */
+    public Recycle recycle() {
+        return recycle;
+    }
+
+    /** Starts sandboxes until {@code minIdle} (at least one) are idle, in the caller's thread. */
     public void warmUp() {
-        List<Sandbox> started = new ArrayList<>();
-        try {
-            while (true) {
-                Sandbox s = startIfRoom();
-                if (s == null) {
-                    break;
+        int want = Math.max(1, minIdle);
+        while (true) {
+            lock.lock();
+            try {
+                if (closed || fresh.size() + starting >= want || live >= maxSandboxes) {
+                    return;
                 }
-                started.add(s);
+                live++;
+                starting++;
+            } finally {
+                lock.unlock();
             }
-        } finally {
-            started.forEach(this::giveBack);
+            Sandbox s = startReserved(warmUpRender);
+            lock.lock();
+            try {
+                fresh.addLast(s);
+                changed.signalAll();
+            } finally {
+                lock.unlock();
+            }
         }
     }
 
     /**
-     * Renders in a pooled sandbox; see {@link Sandbox#render} for the exceptions. A render whose
-     * sandbox died under it ({@link SandboxCrashedException}) is tried once more in a fresh
-     * sandbox: a worker that aborted for a reason of its own (see {@code QemuVmBackend}'s boot
-     * retry) should not fail the document, and a document that kills the worker every time still
-     * fails, on the second try. A timeout is never retried.
+     * Renders in a sandbox the policy allows; see {@link Sandbox#render} for the exceptions. A
+     * render whose sandbox died under it is tried once more in a fresh sandbox, unless the worker
+     * ran out of memory on this document.
      */
     public RenderResult render(RenderRequest request) {
+        return renderRetrying(null, request);
+    }
+
+    /**
+     * Renders for caller {@code key} under {@link Recycle#perCaller()}: the sandbox has served
+     * this key only, and will serve this key only. Under another policy the key is ignored.
+     */
+    public RenderResult render(String key, RenderRequest request) {
+        Objects.requireNonNull(key, "key");
+        return renderRetrying(key, request);
+    }
+
+    private RenderResult renderRetrying(String key, RenderRequest request) {
         try {
-            return withSandbox(s -> s.render(request));
+            return run(key, s -> s.render(request));
         } catch (SandboxCrashedException first) {
+            if (first.outOfMemory()) {
+                throw first; // the same document would exhaust the next worker too
+            }
+            retried.incrementAndGet();
             LOG.log(System.Logger.Level.WARNING, "a sandbox died during a render; retrying once in a fresh "
                     + "sandbox: " + first.getMessage().lines().findFirst().orElse(""));
             try {
-                return withSandbox(s -> s.render(request));
+                return run(key, s -> s.render(request));
             } catch (SandboxCrashedException second) {
                 second.addSuppressed(first);
                 throw second;
@@ -92,108 +251,415 @@ public final class SandboxPool implements AutoCloseable {
 
     /** Echoes through a pooled sandbox; see {@link Sandbox#echo}. */
     public byte[] echo(byte[] payload) {
-        return withSandbox(s -> s.echo(payload));
+        return run(null, s -> s.echo(payload));
     }
 
-    /** Runs {@code work} on a borrowed sandbox and gives it back (or drops it if it died). */
+    /** Runs {@code work} on a sandbox the policy allows and gives it back (or closes it). */
     public <T> T withSandbox(Function<Sandbox, T> work) {
-        Sandbox s = borrow();
+        return run(null, work);
+    }
+
+    private <T> T run(String key, Function<Sandbox, T> work) {
+        Sandbox s = acquire(key);
+        boolean ok = false;
         try {
-            return work.apply(s);
+            T result = work.apply(s);
+            ok = true;
+            return result;
+        } catch (RequestTimeoutException e) {
+            timedOut.incrementAndGet();
+            throw e;
+        } catch (SandboxCrashedException e) {
+            crashed.incrementAndGet();
+            throw e;
         } finally {
-            giveBack(s);
+            release(s, key, ok);
         }
     }
 
-    /** Sandboxes alive in the pool now (busy or idle). */
-    public synchronized int live() {
-        return all.size();
-    }
-
-    private Sandbox borrow() {
-        Sandbox s = idle.pollFirst();
-        while (s != null && !s.isAlive()) {
-            drop(s);
-            s = idle.pollFirst();
-        }
-        if (s != null) {
-            return s;
-        }
-        s = startIfRoom();
-        if (s != null) {
-            return s;
-        }
-        Duration wait = config.bootTimeout().plus(config.requestTimeout());
+    private Sandbox acquire(String key) {
+        requests.incrementAndGet();
+        long deadline = System.nanoTime() + acquireTimeout.toNanos();
+        boolean startHere = false;
+        lock.lock();
         try {
-            s = idle.pollFirst(wait.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new SandboxException("interrupted while waiting for a free sandbox", e);
+            while (true) {
+                if (closed) {
+                    throw new IllegalStateException("the pool is closed");
+                }
+                Sandbox s = takeIdle(key);
+                if (s != null) {
+                    changed.signalAll(); // the filler may top up
+                    return s;
+                }
+                if (live < maxSandboxes) {
+                    live++;
+                    starting++;
+                    startHere = true;
+                    break;
+                }
+                if (!evictOneIdle()) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        throw new SandboxException("no sandbox of the pool became free within "
+                                + acquireTimeout.toSeconds() + " s (all " + maxSandboxes + " busy); raise "
+                                + "maxSandboxes or acquireTimeout, or lower the request deadline");
+                    }
+                    try {
+                        changed.awaitNanos(left);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new SandboxException("interrupted while waiting for a free sandbox", e);
+                    }
+                }
+            }
+        } finally {
+            lock.unlock();
         }
-        if (s == null) {
-            throw new SandboxException("no sandbox of the pool became free within " + wait.toSeconds()
-                    + " s (all " + size + " busy); enlarge the pool or lower the request deadline");
-        }
-        if (!s.isAlive()) {
-            drop(s);
-            return borrow();
-        }
-        return s;
+        // started for this request: it pays the first render itself, a warm-up would only add to it
+        return startHere ? startReserved(false) : null;
     }
 
-    /** Starts one more sandbox if the pool has room (outside the lock: a boot takes seconds). */
-    private Sandbox startIfRoom() {
-        synchronized (this) {
-            if (closed) {
-                throw new IllegalStateException("the pool is closed");
+    /** Under the lock: a live sandbox this request may use, or null. Dead ones are dropped. */
+    private Sandbox takeIdle(String key) {
+        Recycle r = recycle;
+        if (r instanceof PerCaller && key != null) {
+            Sandbox mine = byCaller.remove(key);
+            if (mine != null) {
+                if (mine.isAlive()) {
+                    return mine;
+                }
+                dropLocked(mine);
             }
-            if (all.size() >= size) {
-                return null;
-            }
-            all.add(null); // reserve the place while booting
         }
+        if (r instanceof AfterRequests || r instanceof Auto) {
+            Sandbox s;
+            while ((s = used.pollFirst()) != null) {
+                if (s.isAlive()) {
+                    return s;
+                }
+                dropLocked(s);
+            }
+        }
+        Sandbox s;
+        while ((s = fresh.pollFirst()) != null) {
+            if (s.isAlive()) {
+                return s;
+            }
+            dropLocked(s);
+        }
+        return null;
+    }
+
+    /** Under the lock, when full: closes one sandbox that only waits to be reused, to make room. */
+    private boolean evictOneIdle() {
+        Sandbox victim = used.pollLast();
+        if (victim == null && !byCaller.isEmpty()) {
+            String k = byCaller.keySet().iterator().next();
+            victim = byCaller.remove(k);
+        }
+        if (victim == null) {
+            return false;
+        }
+        recycled.incrementAndGet();
+        dropLocked(victim);
+        return true;
+    }
+
+    private void release(Sandbox s, String key, boolean ok) {
+        lock.lock();
+        try {
+            int n = uses.merge(s, 1, Integer::sum);
+            Recycle r = recycle;
+            if (closed || !s.isAlive()) {
+                dropLocked(s);
+            } else if (r instanceof PerRequest || (r instanceof PerCaller && key == null)) {
+                recycled.incrementAndGet();
+                dropLocked(s);
+            } else if (r instanceof AfterRequests a && n >= a.n() || r instanceof Auto && n >= AUTO_REUSE) {
+                recycled.incrementAndGet();
+                dropLocked(s);
+            } else if (r instanceof PerCaller) {
+                Sandbox previous = byCaller.put(key, s);
+                if (previous != null && previous != s) {
+                    recycled.incrementAndGet();
+                    dropLocked(previous);
+                }
+            } else {
+                used.addFirst(s);
+            }
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Under the lock: forget {@code s} and close it outside the lock's critical work. */
+    private void dropLocked(Sandbox s) {
+        uses.remove(s);
+        live--;
+        closeLater(s);
+    }
+
+    private static void closeLater(Sandbox s) {
+        // Closing waits for QEMU to exit (up to seconds): never under the lock, never in the caller's path.
+        Thread t = new Thread(() -> {
+            try {
+                s.close();
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "closing " + s.id() + ": " + e);
+            }
+        }, "qvm-pool-close-" + s.id());
+        t.setDaemon(false);
+        t.start();
+        CLOSING.add(t);
+    }
+
+    private static final java.util.Set<Thread> CLOSING = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /** Starts a sandbox for a place reserved under the lock ({@code live++, starting++}). */
+    private Sandbox startReserved(boolean warm) {
         Sandbox s = null;
         try {
             s = backend.start(config);
+            if (s.bootReport().restored()) {
+                restored.incrementAndGet();
+            } else {
+                started.incrementAndGet();
+            }
+            resolveAuto(s);
+            if (warm) {
+                warm(s);
+            }
             return s;
+        } catch (RuntimeException e) {
+            failedStarts.incrementAndGet();
+            if (s != null) {
+                s.close();
+            }
+            lock.lock();
+            try {
+                live--;
+            } finally {
+                lock.unlock();
+            }
+            throw e;
         } finally {
+            lock.lock();
+            try {
+                starting--;
+                changed.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    private void resolveAuto(Sandbox s) {
+        if (recycle instanceof Auto) {
+            Recycle chosen = s.bootReport().restored() ? Recycle.perRequest() : Recycle.afterRequests(AUTO_REUSE);
             synchronized (this) {
-                all.remove(null);
-                if (s != null) {
-                    all.add(s);
+                if (recycle instanceof Auto) {
+                    recycle = chosen;
+                    LOG.log(System.Logger.Level.INFO, "pool recycle policy: " + chosen + " (sandboxes "
+                            + (s.bootReport().restored() ? "are restored from a template" : "cold-boot") + ")");
                 }
             }
         }
     }
 
-    private void giveBack(Sandbox s) {
-        boolean keep;
-        synchronized (this) {
-            keep = !closed && s.isAlive();
-        }
-        if (keep) {
-            idle.offerFirst(s);
-        } else {
-            drop(s);
+    /**
+     * One canned SVG and one canned PDF render, so the first real request does not pay the
+     * clone's empty translation cache and the renderers' first-use costs. The documents are
+     * qvm's own, not a caller's.
+     */
+    private static void warm(Sandbox s) {
+        s.render(RenderRequest.svg(WARM_SVG).withSize(64, 64));
+        s.render(RenderRequest.pdf(WARM_PDF));
+    }
+
+    private static final byte[] WARM_SVG = resource("warmup/hello.svg");
+    private static final byte[] WARM_PDF = resource("warmup/hello.pdf");
+
+    private static byte[] resource(String name) {
+        try (InputStream in = SandboxPool.class.getResourceAsStream(name)) {
+            if (in == null) {
+                throw new IllegalStateException("missing resource io/qvm/" + name);
+            }
+            return in.readAllBytes();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 
-    private void drop(Sandbox s) {
-        synchronized (this) {
-            all.remove(s);
+    /** Keeps {@code minIdle} fresh sandboxes ready; backs off after a failed start. */
+    private void fillLoop() {
+        long backoffMillis = 500;
+        while (true) {
+            lock.lock();
+            try {
+                while (!closed && (fresh.size() + starting >= minIdle || live >= maxSandboxes)) {
+                    changed.await();
+                }
+                if (closed) {
+                    return;
+                }
+                live++;
+                starting++;
+            } catch (InterruptedException e) {
+                return;
+            } finally {
+                lock.unlock();
+            }
+            try {
+                Sandbox s = startReserved(warmUpRender);
+                lock.lock();
+                try {
+                    if (closed) {
+                        dropLocked(s);
+                    } else {
+                        fresh.addLast(s);
+                    }
+                    changed.signalAll();
+                } finally {
+                    lock.unlock();
+                }
+                backoffMillis = 500;
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "the pool could not start a sandbox ahead (retrying in "
+                        + backoffMillis + " ms): " + e.getMessage().lines().findFirst().orElse(""));
+                try {
+                    Thread.sleep(backoffMillis);
+                } catch (InterruptedException ie) {
+                    return;
+                }
+                backoffMillis = Math.min(backoffMillis * 2, 30_000);
+            }
         }
-        s.close();
     }
 
-    /** Closes every sandbox of the pool (idle ones at once, busy ones when given back). Idempotent. */
+    public PoolStats stats() {
+        lock.lock();
+        try {
+            return new PoolStats(started.get(), restored.get(), recycled.get(), crashed.get(), timedOut.get(),
+                    requests.get(), retried.get(), failedStarts.get(), live, fresh.size());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Sandboxes alive in the pool now (idle, busy or starting). */
+    public int live() {
+        lock.lock();
+        try {
+            return live;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Closes every idle sandbox now and every busy one when its request ends; waits (up to a
+     * minute) until they are all stopped. Idempotent.
+     */
     @Override
     public void close() {
-        List<Sandbox> toClose;
-        synchronized (this) {
-            closed = true;
-            toClose = new ArrayList<>(idle);
-            idle.clear();
+        List<Sandbox> toClose = new ArrayList<>();
+        lock.lock();
+        try {
+            if (!closed) {
+                closed = true;
+                toClose.addAll(fresh);
+                toClose.addAll(used);
+                toClose.addAll(byCaller.values());
+                fresh.clear();
+                used.clear();
+                byCaller.clear();
+                toClose.forEach(this::dropLocked);
+            }
+            changed.signalAll();
+        } finally {
+            lock.unlock();
         }
-        toClose.forEach(this::drop);
+        filler.interrupt();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        try {
+            filler.join(TimeUnit.NANOSECONDS.toMillis(Math.max(1, deadline - System.nanoTime())) + 1);
+            for (Thread t : List.copyOf(CLOSING)) {
+                long left = deadline - System.nanoTime();
+                if (left > 0) {
+                    t.join(TimeUnit.NANOSECONDS.toMillis(left) + 1);
+                }
+                if (!t.isAlive()) {
+                    CLOSING.remove(t);
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Builder for {@link SandboxPool}; every default lives here. */
+    public static final class Builder {
+        private final SandboxBackend backend;
+        private final SandboxConfig config;
+        private Recycle recycle = Recycle.auto();
+        private int maxSandboxes = 4;
+        private int minIdle = 1;
+        private Duration acquireTimeout;
+        private boolean warmUpRender = true;
+
+        private Builder(SandboxBackend backend, SandboxConfig config) {
+            this.backend = Objects.requireNonNull(backend, "backend");
+            this.config = Objects.requireNonNull(config, "config");
+        }
+
+        /** Default {@link Recycle#auto()}. */
+        public Builder recycle(Recycle policy) {
+            this.recycle = Objects.requireNonNull(policy, "policy");
+            return this;
+        }
+
+        /** Most sandboxes alive at once, busy or idle (1..64, default 4). */
+        public Builder maxSandboxes(int n) {
+            if (n < 1 || n > 64) {
+                throw new IllegalArgumentException("maxSandboxes = " + n + " is invalid: allowed 1..64");
+            }
+            this.maxSandboxes = n;
+            return this;
+        }
+
+        /** Fresh sandboxes kept started ahead, in the background (0..64, default 1). */
+        public Builder minIdle(int n) {
+            if (n < 0 || n > 64) {
+                throw new IllegalArgumentException("minIdle = " + n + " is invalid: allowed 0..64");
+            }
+            this.minIdle = n;
+            return this;
+        }
+
+        /** Longest wait for a sandbox (default: the boot deadline plus the request deadline). */
+        public Builder acquireTimeout(Duration timeout) {
+            if (timeout.isNegative() || timeout.isZero()) {
+                throw new IllegalArgumentException("acquireTimeout must be positive, got " + timeout);
+            }
+            this.acquireTimeout = timeout;
+            return this;
+        }
+
+        /** Whether each new sandbox renders one canned SVG and PDF before serving (default true). */
+        public Builder warmUpRender(boolean warm) {
+            this.warmUpRender = warm;
+            return this;
+        }
+
+        public SandboxPool build() {
+            return new SandboxPool(this);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "SandboxPool[" + recycle + ", max " + maxSandboxes + ", minIdle " + minIdle + ", " + stats() + "]";
     }
 }

@@ -30,12 +30,35 @@ final class E2e {
         return root;
     }
 
+    /**
+     * A backend whose sandboxes are clones of the suite's template (built by the first test that
+     * needs it, then restored in a fraction of a second): what a server gets by default.
+     */
     static QemuVmBackend backend(Path stateDir) {
         return QemuVmBackend.builder()
                 .imageDir(imageRoot())
                 .stateDirectory(stateDir)
+                .templateDirectory(templateRoot())
                 .progress(line -> log(line))
                 .build();
+    }
+
+    /** A backend that cold-boots every sandbox: for the tests of the boot itself. */
+    static QemuVmBackend coldBackend(Path stateDir) {
+        return QemuVmBackend.builder()
+                .imageDir(imageRoot())
+                .stateDirectory(stateDir)
+                .templates(false)
+                .progress(line -> log(line))
+                .build();
+    }
+
+    /**
+     * The suite's templates: {@code $QVM_CACHE/templates} (default {@code ~/.cache/qvm/templates}),
+     * the same place a user's sandboxes restore from, so a second run of the suite reuses them.
+     */
+    static Path templateRoot() {
+        return io.qvm.backend.template.TemplateStore.defaultLocation().root();
     }
 
     /** Defaults, with deadlines generous enough for TCG on a busy 2-core machine. */

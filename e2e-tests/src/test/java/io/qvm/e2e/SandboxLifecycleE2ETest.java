@@ -53,7 +53,9 @@ class SandboxLifecycleE2ETest {
     }
 
     @Test
-    void startEchoAMebibyteAndPowerOffWhenAsked() throws Exception {
+    void coldBootEchoAMebibyteAndPowerOffWhenAsked() throws Exception {
+        backend.close();
+        backend = E2e.coldBackend(state); // this test is about the boot itself: no template
         Sandbox sandbox = backend.start(E2e.config().build());
         E2e.log("boot report: " + sandbox.bootReport());
         assertTrue(sandbox.isAlive());

@@ -11,12 +11,14 @@ import java.util.stream.Collectors;
  * version and the module load order. See the script for the boot sequence: mount proc/sys/dev,
  * load modules, copy into a tmpfs and switch_root (runsc cannot pivot_root from the initramfs),
  * read {@code qvm.*} from /proc/cmdline, open the virtio-serial port once, fill config.json,
- * run runsc with the port as the worker's stdin/stdout, power off.
+ * run runsc with the port as the worker's stdin/stdout, power off. Beside the sandbox, if the
+ * optional control port exists, a shell loop answers the host's {@code restore} and {@code ping}
+ * lines (docs/CONTRACTS.md); the worker never holds that port.
  */
 public final class InitScript {
     /** The busybox applets the init uses (plus a few for debugging), linked in /bin. */
     public static final List<String> APPLETS = List.of(
-            "[", "[[", "cat", "chroot", "cp", "dmesg", "echo", "false", "grep", "head", "insmod", "ln", "ls",
+            "[", "[[", "cat", "chroot", "cp", "date", "dmesg", "echo", "false", "grep", "head", "insmod", "ln", "ls",
             "kill", "lsmod", "mkdir", "mkfifo", "mknod", "mount", "poweroff", "ps", "reboot", "rm", "sed", "sh",
             "sleep", "stat", "switch_root", "sync", "test", "true", "umount", "uname", "usleep");
 

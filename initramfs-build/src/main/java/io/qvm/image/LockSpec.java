@@ -9,8 +9,10 @@ import java.util.Set;
  * release each comes from. {@link Locker} resolves these against the registry.
  *
  * <ul>
- *   <li>kernel: the package {@code linux-image-cloud-<arch>} (bookworm, incl. -security) depends
- *       on, i.e. the newest {@code linux-image-6.1.0-N-cloud-<arch>};</li>
+ *   <li>kernel: the package the kernel metapackage (bookworm, incl. -security) depends on:
+ *       for x86_64 Debian's generic {@code linux-image-amd64} (6.1 with {@code CONFIG_VMGENID=y},
+ *       so template clones reseed their randomness — adr/0006), for aarch64
+ *       {@code linux-image-cloud-arm64};</li>
  *   <li>busybox-static (bookworm): the init's shell and tools;</li>
  *   <li>runsc (trixie): gVisor 2024 with the systrap platform (bookworm's 2022 runsc has
  *       ptrace and kvm only);</li>
@@ -41,9 +43,16 @@ public final class LockSpec {
     private LockSpec() {
     }
 
-    /** The kernel metapackage for an architecture. */
+    /**
+     * The kernel metapackage for an architecture. x86_64 takes Debian's generic kernel: the cloud
+     * kernel is built without {@code CONFIG_VIRT_DRIVERS}, so it has no vmgenid driver and every
+     * clone of a template would read the same bytes from {@code /dev/urandom} (adr/0006). The
+     * generic 6.1 kernel has {@code CONFIG_VMGENID=y}. aarch64 keeps the cloud kernel: a
+     * directly booted {@code virt} guest describes its devices by device tree, and 6.1's vmgenid
+     * driver binds through ACPI only, so aarch64 sandboxes cold-boot.
+     */
     public static String kernelMetapackage(Arch arch) {
-        return "linux-image-cloud-" + arch.debian();
+        return arch == Arch.X86_64 ? "linux-image-" + arch.debian() : "linux-image-cloud-" + arch.debian();
     }
 
     public static List<Root> roots() {

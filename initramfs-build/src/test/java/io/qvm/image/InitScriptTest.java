@@ -1,11 +1,28 @@
 package io.qvm.image;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class InitScriptTest {
     private static final String INIT = InitScript.render("6.1.0-57-cloud-amd64",
@@ -15,8 +32,8 @@ class InitScriptTest {
 
     @Test
     void printsEveryContractPhaseInOrder() {
-        String[] phases = {"phase init", "phase modules", "phase rootfs", "phase port", "phase runsc",
-            "phase=worker-exit status=$status"};
+        String[] phases = {"phase init", "phase modules", "phase rootfs", "phase port", "phase control",
+            "phase runsc", "phase=worker-exit status=$status"};
         int at = 0;
         for (String p : phases) {
             int i = INIT.indexOf(p, at);
@@ -39,8 +56,8 @@ class InitScriptTest {
 
     @Test
     void readsEveryContractKeyAndFillsTheOciTemplatePlaceholders() {
-        for (String key : new String[] {"qvm.transport=", "qvm.port=", "qvm.vsock_port=", "qvm.xmx_mib=",
-            "qvm.cpus=", "qvm.tmp_mib=", "qvm.platform="}) {
+        for (String key : new String[] {"qvm.transport=", "qvm.port=", "qvm.control_port=", "qvm.vsock_port=",
+            "qvm.xmx_mib=", "qvm.cpus=", "qvm.tmp_mib=", "qvm.platform="}) {
             assertTrue(INIT.contains(key), key);
         }
         assertTrue(INIT.contains("s/" + OciConfig.XMX_PLACEHOLDER + "/$XMX/g"));
@@ -48,6 +65,210 @@ class InitScriptTest {
         assertTrue(INIT.contains("s/" + OciConfig.TMP_PLACEHOLDER + "/$TMP/g"));
         assertTrue(INIT.contains("/bundle/" + BundleBuilder.TEMPLATE));
         assertTrue(INIT.contains("--network=none"));
+    }
+
+    @Test
+    void findsBothPortsWithOneFunctionAndTheControlPortIsOptional() {
+        assertTrue(INIT.contains("CONTROL_PORT=qvm.control\n"), "default control port name");
+        assertTrue(INIT.contains("find_port \"$PORT\" 200 || fail "), "the worker port is required (10 s)");
+        assertTrue(INIT.contains("if find_port \"$CONTROL_PORT\" 40; then\n    exec 4<>\"$dev\""),
+                "the control port is looked for 2 s, opened once as fd 4 only when found");
+        assertEquals(1, count(INIT, "/sys/class/virtio-ports/vport*"), "one lookup, in find_port");
+        int open = INIT.indexOf("exec 4<>\"$dev\"");
+        int loop = INIT.indexOf("control_loop <&4 >&4 2>/dev/null 3>&- 4>&- &");
+        int runsc = INIT.indexOf("phase runsc");
+        assertTrue(open > 0 && open < loop && loop < runsc, "fd 4 opened, then the loop started, then runsc");
+    }
+
+    @Test
+    void theWorkerAndItsRelaysNeverInheritTheControlPort() {
+        List<String> started = INIT.lines().map(String::strip)
+                .filter(l -> l.startsWith("runsc ") || l.startsWith("cat <")).toList();
+        assertEquals(4, started.size(), started.toString());
+        for (String l : started) {
+            assertTrue(l.contains(" 4>&-"), l);
+        }
+        String block = controlBlock();
+        for (String s : new String[] {">&3", "/dev/console", "phase ", "qvm:"}) {
+            assertFalse(block.contains(s), "the control loop writes only to its port: " + s);
+        }
+        for (String applet : new String[] {"date", "dmesg", "grep", "usleep", "sleep"}) {
+            assertTrue(InitScript.APPLETS.contains(applet), applet);
+        }
+    }
+
+    /** The control block run by busybox sh with fake date, dmesg and sleep, over a pipe. */
+    @Test
+    void controlLoopAnswersRestorePingAndBadInput(@TempDir Path dir) throws Exception {
+        ShellLoop sh = ShellLoop.start(dir, null);
+        try {
+            assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+                Files.writeString(dir.resolve("dmesg.txt"), "random: crng init done\n");
+                long t0 = System.nanoTime();
+                assertEquals("restored t0 clock=1700000000 forks=0", sh.ask("restore 1700000000 t0"),
+                        "no reseed: the loop gives up and the host decides");
+                assertTrue(System.nanoTime() - t0 >= TimeUnit.MILLISECONDS.toNanos(2500), "waited ~3 s");
+
+                Thread reseed = new Thread(() -> writeLater(dir.resolve("dmesg.txt"), 300,
+                        "random: crng init done\nrandom: crng reseeded due to virtual machine fork\n"));
+                reseed.start();
+                assertEquals("restored abc clock=1700000100 forks=1", sh.ask("restore 1700000100 abc"));
+                reseed.join();
+                assertEquals("-s @1700000000\n-s @1700000100\n", Files.readString(dir.resolve("date.log")));
+
+                assertEquals("pong x", sh.ask("ping x"));
+                assertEquals("pong " + "Z9".repeat(32), sh.ask("ping " + "Z9".repeat(32)));
+                String[][] bad = {
+                    {"restore 0 t1", "error t1 bad-command"},
+                    {"restore 017 t2", "error t2 bad-command"},
+                    {"restore 12345678901 t3", "error t3 bad-command"},
+                    {"restore 1700000000", "error - bad-command"},
+                    {"restore 1700000000 a-b", "error - bad-command"},
+                    {"restore 1700000000 * ", "error - bad-command"},
+                    {"restore x1 t4", "error t4 bad-command"},
+                    {"ping", "error - bad-command"},
+                    {"ping " + "a".repeat(65), "error - bad-command"},
+                    {"ping ../etc", "error - bad-command"},
+                    {"", "error - bad-command"},
+                    {"reboot now", "error now unknown-command"},
+                    {"reboot", "error - unknown-command"},
+                    {"ping " + "x".repeat(200), "error - bad-command"},
+                };
+                for (String[] b : bad) {
+                    assertEquals(b[1], sh.ask(b[0]), b[0]);
+                }
+                assertEquals("pong y", sh.ask("ping y"), "still serving");
+                assertEquals("", Files.readString(dir.resolve("sleep.log")), "no sleep while input flows");
+            });
+        } finally {
+            sh.close();
+        }
+    }
+
+    /** End of input (the host end disconnected) is retried once a second, and a reconnect is served. */
+    @Test
+    void controlLoopWaitsOutEndOfInputAndServesTheNextConnection(@TempDir Path dir) throws Exception {
+        Path fifo = dir.resolve("port");
+        ShellLoop sh = ShellLoop.start(dir, fifo);
+        try {
+            assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+                try (OutputStream host = Files.newOutputStream(fifo)) {
+                    host.write("ping a\n".getBytes(StandardCharsets.US_ASCII));
+                }
+                assertEquals("pong a", sh.answer());
+                Thread.sleep(2500);
+                long sleeps = Files.readAllLines(dir.resolve("sleep.log")).stream().filter("1"::equals).count();
+                assertTrue(sleeps >= 1 && sleeps <= 4, sleeps + " sleeps of 1 s in 2.5 s of end of input");
+                assertTrue(sh.process.isAlive());
+                try (OutputStream host = Files.newOutputStream(fifo)) {
+                    host.write("ping b\n".getBytes(StandardCharsets.US_ASCII));
+                }
+                assertEquals("pong b", sh.answer());
+            });
+        } finally {
+            sh.close();
+        }
+    }
+
+    /** The control block of the script, between its markers. */
+    private static String controlBlock() {
+        int from = INIT.indexOf("# ---- control channel");
+        int to = INIT.indexOf("# ---- end of control channel ----");
+        assertTrue(from >= 0 && to > from, "control channel markers");
+        return INIT.substring(from, to);
+    }
+
+    private static int count(String s, String part) {
+        int n = 0;
+        for (int i = s.indexOf(part); i >= 0; i = s.indexOf(part, i + 1)) {
+            n++;
+        }
+        return n;
+    }
+
+    private static void writeLater(Path file, long millis, String text) {
+        try {
+            Thread.sleep(millis);
+            Path tmp = file.resolveSibling(file.getFileName() + ".new");
+            Files.writeString(tmp, text);
+            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException | InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * {@code control_loop} under the host's busybox sh, reading the process's stdin or a FIFO.
+     * busybox sh runs its own applets before anything on PATH, so the fakes are shell functions,
+     * defined before the block is sourced; the harness exits if {@code date} is not the fake, so
+     * the host clock is never set.
+     */
+    private static final class ShellLoop implements AutoCloseable {
+        private static final Path BUSYBOX = Path.of("/bin/busybox");
+        private static final String HARNESS = String.join("\n",
+                "date() {",
+                "    case \"$1\" in",
+                "        -s) printf '%s\\n' \"$*\" >>date.log; echo \"${2#@}\" >clock ;;",
+                "        +%s) cat clock ;;",
+                "        *) return 1 ;;",
+                "    esac",
+                "}",
+                "dmesg() { cat dmesg.txt; }",
+                "sleep() { echo \"$1\" >>sleep.log; command sleep \"$1\"; }",
+                ". ./control.sh",
+                "type date | grep -q function || exit 97",
+                "[ -z \"$1\" ] || exec <\"$1\"",
+                "control_loop",
+                "");
+
+        final Process process;
+        private final Writer in;
+        private final BufferedReader out;
+
+        private ShellLoop(Process process) {
+            this.process = process;
+            this.in = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.US_ASCII);
+            this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.US_ASCII));
+        }
+
+        /** Starts the loop in {@code dir}; it reads {@code fifo} (created here) if given, else stdin. */
+        static ShellLoop start(Path dir, Path fifo) throws IOException, InterruptedException {
+            assumeTrue(Files.isExecutable(BUSYBOX), "needs " + BUSYBOX);
+            Files.writeString(dir.resolve("control.sh"), controlBlock());
+            Files.writeString(dir.resolve("harness.sh"), HARNESS);
+            Files.writeString(dir.resolve("sleep.log"), "");
+            List<String> cmd = new ArrayList<>(List.of(BUSYBOX.toString(), "sh", "harness.sh"));
+            if (fifo != null) {
+                Process mkfifo = new ProcessBuilder(BUSYBOX.toString(), "mkfifo", fifo.toString()).start();
+                assertEquals(0, mkfifo.waitFor());
+                cmd.add(fifo.toString());
+            }
+            ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile())
+                    .redirectError(dir.resolve("stderr.txt").toFile());
+            pb.environment().put("PATH", "/bin");
+            return new ShellLoop(pb.start());
+        }
+
+        /** Sends one line and returns the one answer. */
+        String ask(String line) throws IOException {
+            in.write(line + "\n");
+            in.flush();
+            return answer();
+        }
+
+        String answer() throws IOException {
+            String a = out.readLine();
+            if (a == null) {
+                throw new IOException("the loop ended (status " + process.exitValue() + ")");
+            }
+            return a;
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            process.destroyForcibly();
+            process.waitFor(10, TimeUnit.SECONDS);
+        }
     }
 
     @Test

@@ -14,6 +14,7 @@ import io.qvm.transport.FrameWriter;
 import io.qvm.transport.Hello;
 import io.qvm.transport.Limits;
 import io.qvm.transport.Ready;
+import io.qvm.transport.WorkerStatus;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -28,6 +29,7 @@ import java.util.Objects;
  *   start ──warm-up──► wait for HELLO ──READY──► serve ──GOODBYE / EOF──► exit 0
  *                       (anything else is         │  ECHO   → ECHO_REPLY (same body)
  *                        skipped and counted)     │  RENDER → RENDER_RESULT | ERROR
+ *                                                 │  STATUS → STATUS_REPLY | ERROR
  *                                                 │  HELLO  → READY again (new limits)
  *                                                 └  other  → ERROR BAD_REQUEST
  * </pre>
@@ -43,7 +45,13 @@ import java.util.Objects;
  * {@link RenderWatchdog#STUCK_STATUS}: the host replaces the sandbox.
  *
  * <p>A new HELLO after READY starts a new session on the same process (a virtio-serial port keeps
- * no connection state, so a host that reconnects simply says HELLO again).
+ * no connection state, so a host that reconnects simply says HELLO again). Before every READY the
+ * worker drains its {@code /dev/urandom} ({@link Entropy#drain}): a host that restored the VM from
+ * a snapshot template says HELLO again, and the drain makes the clone's randomness its own.
+ *
+ * <p>STATUS reports the worker itself ({@link WorkerStatus}): its clock, fresh bytes of
+ * {@code /dev/urandom}, the ECHO, RENDER and STATUS requests it answered before (across sessions;
+ * frames refused before their kind was handled are not counted) and the HELLOs it accepted.
  */
 public final class WorkerLoop {
 
@@ -58,20 +66,29 @@ public final class WorkerLoop {
     private final RenderHandler renderer;
     private final Log log;
     private final String version;
+    private final Entropy entropy;
 
     private FrameReader reader;
     private FrameWriter writer;
+    private long requestsServed;
+    private long sessions;
 
     /**
      * @param in the request stream; buffered by the caller (frames are read in 28-byte prefixes)
      * @param out the answer stream; only frames are ever written to it
      */
     public WorkerLoop(InputStream in, OutputStream out, RenderHandler renderer, Log log, String version) {
+        this(in, out, renderer, log, version, Entropy.urandom());
+    }
+
+    /** With another entropy device than {@code /dev/urandom} (tests). */
+    WorkerLoop(InputStream in, OutputStream out, RenderHandler renderer, Log log, String version, Entropy entropy) {
         this.in = Objects.requireNonNull(in, "in");
         this.out = Objects.requireNonNull(out, "out");
         this.renderer = Objects.requireNonNull(renderer, "renderer");
         this.log = Objects.requireNonNull(log, "log");
         this.version = Objects.requireNonNull(version, "version");
+        this.entropy = Objects.requireNonNull(entropy, "entropy");
     }
 
     /**
@@ -148,6 +165,8 @@ public final class WorkerLoop {
         List<String> caps = new ArrayList<>();
         caps.add(CAPABILITY_ECHO);
         caps.addAll(renderer.capabilities());
+        entropy.drain(log);
+        sessions++;
         writer = new FrameWriter(out, s.responseLimits());
         writer.write(new Ready(hello.nonce(), version, caps).toFrame());
         // The reader holds no bytes between frames, so a new one can take over the same stream.
@@ -187,9 +206,17 @@ public final class WorkerLoop {
             }
             served++;
             switch (f.kind()) {
-                case ECHO -> send(Frame.of(FrameKind.ECHO_REPLY, f.requestId(), f.body()));
+                case ECHO -> {
+                    send(Frame.of(FrameKind.ECHO_REPLY, f.requestId(), f.body()));
+                    requestsServed++;
+                }
+                case STATUS -> {
+                    send(status(f.requestId()));
+                    requestsServed++;
+                }
                 case RENDER -> {
                     send(renderer.handle(f, session.limits()));
+                    requestsServed++;
                     if (!renderer.healthy()) {
                         log.info("a render could not be stopped after its deadline; exiting with status "
                                 + RenderWatchdog.STUCK_STATUS);
@@ -210,6 +237,17 @@ public final class WorkerLoop {
                 default -> send(error(f.requestId(), ErrorCode.BAD_REQUEST, f.kind() + " is not a request"));
             }
         }
+    }
+
+    /** The STATUS_REPLY to request {@code id}, or INTERNAL if {@code /dev/urandom} cannot be read. */
+    private Frame status(long id) {
+        byte[] random;
+        try {
+            random = entropy.fresh(WorkerStatus.RANDOM_BYTES);
+        } catch (IOException e) {
+            return error(id, ErrorCode.INTERNAL, "cannot read /dev/urandom (" + e.getClass().getSimpleName() + ")");
+        }
+        return WorkerStatus.of(System.currentTimeMillis(), random, requestsServed, sessions).toFrame(id);
     }
 
     /** Writes an answer, or TOO_LARGE in its place if it is above the host's response limit. */

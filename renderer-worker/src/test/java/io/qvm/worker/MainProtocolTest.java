@@ -2,6 +2,7 @@ package io.qvm.worker;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -13,6 +14,7 @@ import io.qvm.transport.FrameKind;
 import io.qvm.transport.FrameLimits;
 import io.qvm.transport.Limits;
 import io.qvm.transport.Ready;
+import io.qvm.transport.WorkerStatus;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Random;
@@ -56,6 +58,26 @@ class MainProtocolTest {
             assertEquals(10, bye.requestId());
             assertEquals(0, w.waitFor(30), w.stderr());
             assertNull(w.receiveOrEnd());
+        }
+    }
+
+    @Test
+    void statusReportsTheWorkerWithFreshRandomness() throws Exception {
+        try (ChildWorker w = ChildWorker.start()) {
+            w.handshake(ChildWorker.LIMITS);
+            w.send(Frame.of(FrameKind.ECHO, 1, new byte[] {1}));
+            assertEquals(FrameKind.ECHO_REPLY, w.receive().kind());
+            w.send(Frame.of(FrameKind.STATUS, 2, (byte[]) null));
+            Frame first = w.receive();
+            assertEquals(2, first.requestId());
+            w.send(Frame.of(FrameKind.STATUS, 3, (byte[]) null));
+            WorkerStatus a = WorkerStatus.fromFrame(first);
+            WorkerStatus b = WorkerStatus.fromFrame(w.receive());
+            assertEquals(1, a.requestsServed());
+            assertEquals(2, b.requestsServed());
+            assertEquals(1, b.sessions());
+            assertNotEquals(a.random(), b.random());
+            assertTrue(Math.abs(System.currentTimeMillis() - b.wallClockMillis()) < 60_000, b.toString());
         }
     }
 

@@ -20,6 +20,14 @@ public enum FrameKind {
     RENDER(0x20),
     /** worker → host: a rendered image; header describes it, body is the PNG. */
     RENDER_RESULT(0x21),
+    /**
+     * host → worker: report the worker's own state (no body): its wall clock, a few fresh bytes of
+     * its {@code /dev/urandom}, how many requests it has served. Nothing of any document. The host
+     * uses it to check a clone restored from a template (clock set, randomness its own).
+     */
+    STATUS(0x30),
+    /** worker → host: answers STATUS; header {@code {"wallClockMillis","random","requestsServed","sessions"}}. */
+    STATUS_REPLY(0x31),
     /** worker → host: a typed failure of the request with the same id; header {@code {"code","message"}}. */
     ERROR(0x7E),
     /** host → worker: finish and exit 0 (the guest then powers off); the worker answers GOODBYE. */
@@ -48,6 +56,8 @@ public enum FrameKind {
                 return ECHO_REPLY;
             case RENDER:
                 return RENDER_RESULT;
+            case STATUS:
+                return STATUS_REPLY;
             case GOODBYE:
                 return GOODBYE;
             default:

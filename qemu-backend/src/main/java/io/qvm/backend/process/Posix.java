@@ -5,14 +5,14 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-/** The few POSIX facts the process package needs, read without native code. */
-final class Posix {
+/** The few POSIX facts the backend needs (the current uid, whether a file system has owners), read without native code. */
+public final class Posix {
 
     private static volatile Integer uid;
 
     private Posix() {}
 
-    static boolean supported(Path anyPath) {
+    public static boolean supported(Path anyPath) {
         return anyPath.getFileSystem().supportedFileAttributeViews().contains("unix");
     }
 
@@ -20,7 +20,7 @@ final class Posix {
      * The real uid of this process: the owner of {@code /proc/self} on Linux, else the owner of a
      * file we create.
      */
-    static int currentUid() {
+    public static int currentUid() {
         Integer u = uid;
         if (u != null) {
             return u;

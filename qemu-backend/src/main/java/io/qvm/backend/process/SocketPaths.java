@@ -40,6 +40,21 @@ public record SocketPaths(Path dir, Path qmp, Path worker) {
         Objects.requireNonNull(dir, "dir");
         checkLength(qmp);
         checkLength(worker);
+        checkLength(dir.resolve(CONTROL));
+        checkLength(dir.resolve(MIGRATION));
+    }
+
+    private static final String CONTROL = "control.sock";
+    private static final String MIGRATION = "migrate.sock";
+
+    /** The guest init's control port (clock, reseed check; CONTRACTS.md). */
+    public Path control() {
+        return dir.resolve(CONTROL);
+    }
+
+    /** Where a migration stream passes between QEMU and the host (template save and clone restore). */
+    public Path migration() {
+        return dir.resolve(MIGRATION);
     }
 
     /** The socket paths of sandbox {@code id} under the {@link #defaultRuntimeRoot()}. */

@@ -10,6 +10,10 @@ public sealed interface GuestTransport permits GuestTransport.Serial, GuestTrans
     String PORT_NAME = "qvm.worker";
     /** The chardev id of the worker port (CONTRACTS.md). */
     String CHARDEV_ID = "qvmw";
+    /** The virtio-serial port of the guest init's control channel (CONTRACTS.md). */
+    String CONTROL_PORT_NAME = "qvm.control";
+    /** The chardev id of the control port. */
+    String CONTROL_CHARDEV_ID = "qvmc";
     /** Default guest vsock port (CONTRACTS.md). */
     int DEFAULT_VSOCK_PORT = 5000;
 

@@ -47,9 +47,13 @@ import java.util.Optional;
  * @param mmio          true when virtio devices sit on virtio-mmio ({@code virtio-*-device}),
  *                      false for PCI ({@code virtio-*-pci})
  * @param pvpanic       the pvpanic device to add, if the machine can announce one to the guest
+ * @param vmgenid       whether the guest can see a {@code vmgenid} device (it is announced through
+ *                      ACPI: q35 has it; microvm's ACPI tables and a directly booted aarch64
+ *                      {@code virt}, which describes itself by device tree, do not). Only such a
+ *                      machine can be a template: its clones must reseed their randomness.
  */
 public record MachineProfile(String machine, String cpu, String accel, String consoleDevice, boolean mmio,
-        Optional<String> pvpanic) {
+        Optional<String> pvpanic, boolean vmgenid) {
 
     /** microvm, as verified here: ISA serial for the console, RTC for the clock, no option ROMs. */
     public static final String MICROVM = "microvm,x-option-roms=off,isa-serial=on,rtc=on";
@@ -74,6 +78,16 @@ public record MachineProfile(String machine, String cpu, String accel, String co
      */
     public static MachineProfile select(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
             QemuVersion version) {
+        return select(hostOs, hostArch, guestArch, accelerator, version, false);
+    }
+
+    /**
+     * Chooses the profile for a VM that is, or may become, a template ({@code templated}): an
+     * x86_64 guest under KVM then gets q35 rather than microvm, because a clone needs the
+     * vmgenid device and microvm cannot announce it.
+     */
+    public static MachineProfile select(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
+            QemuVersion version, boolean templated) {
         Objects.requireNonNull(accelerator, "accelerator");
         if (accelerator == Accelerator.AUTO) {
             throw new UnsupportedQemuSetupException("accelerator AUTO must be resolved (AcceleratorSelector) before "
@@ -89,17 +103,20 @@ public record MachineProfile(String machine, String cpu, String accel, String co
         String accel = accel(accelerator, hostArch, guestArch);
         if (guestArch == Arch.AARCH64) {
             boolean hw = accelerator == Accelerator.KVM || accelerator == Accelerator.HVF;
-            return new MachineProfile(VIRT, hw ? "host" : "max", accel, "ttyAMA0", true, Optional.of("pvpanic-pci"));
+            return new MachineProfile(VIRT, hw ? "host" : "max", accel, "ttyAMA0", true, Optional.of("pvpanic-pci"),
+                    false);
         }
         switch (accelerator) {
             case KVM:
-                return new MachineProfile(MICROVM, "host", accel, "ttyS0", true, Optional.empty());
+                return templated
+                        ? new MachineProfile(Q35, "host", accel, "ttyS0", false, Optional.of("pvpanic"), true)
+                        : new MachineProfile(MICROVM, "host", accel, "ttyS0", true, Optional.empty(), false);
             case TCG:
-                return new MachineProfile(Q35, "max", accel, "ttyS0", false, Optional.of("pvpanic"));
+                return new MachineProfile(Q35, "max", accel, "ttyS0", false, Optional.of("pvpanic"), true);
             case HVF:
-                return new MachineProfile(Q35, "host", accel, "ttyS0", false, Optional.of("pvpanic"));
+                return new MachineProfile(Q35, "host", accel, "ttyS0", false, Optional.of("pvpanic"), true);
             case WHPX:
-                return new MachineProfile(Q35, "Nehalem", accel, "ttyS0", false, Optional.of("pvpanic"));
+                return new MachineProfile(Q35, "Nehalem", accel, "ttyS0", false, Optional.of("pvpanic"), true);
             default:
                 throw new IllegalStateException(accelerator.toString());
         }

@@ -31,7 +31,12 @@ import java.util.List;
  *     6.0–7.0) and the machine's pvpanic device where the guest can find it (not on microvm);</li>
  * <li>the worker channel: {@code virtio-serial-device}/{@code -pci} + chardev {@code qvmw} +
  *     {@code virtserialport name=qvm.worker}, or {@code vhost-vsock-device}/{@code -pci} with the
- *     guest CID.</li>
+ *     guest CID;</li>
+ * <li>the init's control port: chardev {@code qvmc} + {@code virtserialport name=qvm.control}
+ *     (the host sets the clock of a restored clone through it; the worker cannot reach it);</li>
+ * <li>templates and clones ({@link VmRole}): RAM as {@code memory-backend-file} ({@code share=on}
+ *     for the template, {@code share=off} for a clone), {@code vmgenid}; a clone also gets
+ *     {@code -S -incoming defer} instead of the kernel.</li>
  * </ol>
  * Never a network device of any kind: no {@code -nic}, {@code -netdev}, {@code -net}.
  *
@@ -62,16 +67,31 @@ public final class QemuCommand {
      */
     public static List<String> build(QemuCommandInput in) {
         checkVersion(in);
+        VmRole role = in.role();
+        boolean templated = !(role instanceof VmRole.Cold);
         MachineProfile p = MachineProfile.select(in.hostOs(), in.hostArch(), in.guestArch(), in.accelerator(),
-                in.qemuVersion());
+                in.qemuVersion(), templated);
+        if (templated && !p.vmgenid()) {
+            throw new UnsupportedQemuSetupException("machine " + p.machine() + " (" + in.guestArch().qemuName()
+                    + " guest) has no vmgenid device, so clones of a template would share the guest's random "
+                    + "state: it cannot be used as a template");
+        }
         SandboxConfig c = in.config();
         List<String> a = new ArrayList<>();
         a.add(in.qemuBinary().toString());
         add(a, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot");
-        add(a, "-M", p.machine(), "-accel", p.accel(), "-cpu", p.cpu());
+        String machine = role.ramFile().isPresent() ? p.machine() + ",memory-backend=" + VmRole.RAM_ID : p.machine();
+        add(a, "-M", machine, "-accel", p.accel(), "-cpu", p.cpu());
         add(a, "-smp", Integer.toString(c.vcpus()), "-m", c.memoryMib() + "M");
-        add(a, "-kernel", in.kernel().toString(), "-initrd", in.initrd().toString());
-        add(a, "-append", kernelCommandLine(p, c, in.transport()));
+        if (role.ramFile().isPresent()) {
+            add(a, "-object", ramBackend(role, c, in.qemuVersion()));
+        }
+        if (role instanceof VmRole.Clone) {
+            add(a, "-S", "-incoming", "defer");
+        } else {
+            add(a, "-kernel", in.kernel().toString(), "-initrd", in.initrd().toString());
+            add(a, "-append", kernelCommandLine(p, c, in.transport()));
+        }
         add(a, "-chardev", "file,id=con,path=" + opt(in.consoleLog()), "-serial", "chardev:con");
         add(a, "-chardev", "socket,id=qmp,path=" + socketOpt("qmpSocket", in.qmpSocket()) + ",server=on,wait=off",
                 "-mon", "chardev=qmp,mode=control");
@@ -81,15 +101,23 @@ public final class QemuCommand {
         }
         add(a, "-action", in.qemuVersion().atLeast(7, 1) ? "panic=exit-failure" : "panic=shutdown");
         p.pvpanic().ifPresent(d -> add(a, "-device", d));
+        if (templated) {
+            add(a, "-device", "vmgenid,guid=auto");
+        }
         String bus = p.mmio() ? "device" : "pci";
+        add(a, "-device", "virtio-serial-" + bus);
         if (in.transport() instanceof GuestTransport.Serial) {
             GuestTransport.Serial s = (GuestTransport.Serial) in.transport();
-            add(a, "-device", "virtio-serial-" + bus);
             add(a, "-chardev", "socket,id=" + GuestTransport.CHARDEV_ID + ",path=" + socketOpt("serial socket",
                     s.socket()) + ",server=on,wait=off");
             add(a, "-device", "virtserialport,chardev=" + GuestTransport.CHARDEV_ID + ",name="
                     + GuestTransport.PORT_NAME);
-        } else {
+        }
+        add(a, "-chardev", "socket,id=" + GuestTransport.CONTROL_CHARDEV_ID + ",path=" + socketOpt("control socket",
+                in.controlSocket()) + ",server=on,wait=off");
+        add(a, "-device", "virtserialport,chardev=" + GuestTransport.CONTROL_CHARDEV_ID + ",name="
+                + GuestTransport.CONTROL_PORT_NAME);
+        if (in.transport() instanceof GuestTransport.Vsock) {
             GuestTransport.Vsock v = (GuestTransport.Vsock) in.transport();
             if (in.hostOs() != HostOs.LINUX) {
                 throw new UnsupportedQemuSetupException("vsock needs vhost-vsock, which only Linux hosts have (this "
@@ -98,6 +126,27 @@ public final class QemuCommand {
             add(a, "-device", "vhost-vsock-" + bus + ",guest-cid=" + v.guestCid());
         }
         return List.copyOf(a);
+    }
+
+    /**
+     * The RAM backend of a template ({@code share=on}: the guest's writes land in the file) or a
+     * clone ({@code share=off}: a private copy-on-write mapping of the template's pages). From
+     * QEMU 8.2 a clone opens the file read-only ({@code readonly=on,rom=off}: the guest still
+     * writes, into its private copy), so the template's files can stay unwritable.
+     */
+    private static String ramBackend(VmRole role, SandboxConfig c, QemuVersion version) {
+        Path file = role.ramFile().orElseThrow();
+        StringBuilder sb = new StringBuilder("memory-backend-file,id=").append(VmRole.RAM_ID)
+                .append(",size=").append(c.memoryMib()).append("M,mem-path=").append(opt(file));
+        if (role instanceof VmRole.Template) {
+            sb.append(",share=on");
+        } else {
+            sb.append(",share=off");
+            if (version.atLeast(8, 2)) {
+                sb.append(",readonly=on,rom=off");
+            }
+        }
+        return sb.toString();
     }
 
     /**
@@ -112,6 +161,7 @@ public final class QemuCommand {
         } else {
             sb.append(" qvm.transport=vsock qvm.vsock_port=").append(((GuestTransport.Vsock) t).port());
         }
+        sb.append(" qvm.control_port=").append(GuestTransport.CONTROL_PORT_NAME);
         sb.append(" qvm.xmx_mib=").append(c.workerHeapMib());
         sb.append(" qvm.cpus=").append(c.workerCpus());
         sb.append(" qvm.tmp_mib=").append(c.guestTmpMib());

@@ -28,10 +28,12 @@ import java.util.Objects;
  * @param consoleLog  file receiving the guest's serial console
  * @param pidFile     file QEMU writes its pid to
  * @param transport   virtio-serial (with its socket) or vsock (with the guest CID)
+ * @param controlSocket unix socket of the guest init's control port ({@code qvm.control})
+ * @param role        cold boot, template or clone ({@link VmRole})
  */
 public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
         QemuVersion qemuVersion, Path qemuBinary, SandboxConfig config, Path kernel, Path initrd, Path qmpSocket,
-        Path consoleLog, Path pidFile, GuestTransport transport) {
+        Path consoleLog, Path pidFile, GuestTransport transport, Path controlSocket, VmRole role) {
 
     public QemuCommandInput {
         Objects.requireNonNull(hostOs, "hostOs");
@@ -47,6 +49,14 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
         Objects.requireNonNull(consoleLog, "consoleLog");
         Objects.requireNonNull(pidFile, "pidFile");
         Objects.requireNonNull(transport, "transport");
+        Objects.requireNonNull(controlSocket, "controlSocket");
+        Objects.requireNonNull(role, "role");
+    }
+
+    /** The same input with another role (a template and its clones differ only in role and paths). */
+    public QemuCommandInput withRole(VmRole newRole) {
+        return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, config, kernel,
+                initrd, qmpSocket, consoleLog, pidFile, transport, controlSocket, newRole);
     }
 
     /** A builder; every field must be set. */
@@ -69,6 +79,8 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
         private Path consoleLog;
         private Path pidFile;
         private GuestTransport transport;
+        private Path controlSocket;
+        private VmRole role = VmRole.cold();
 
         private Builder() {
         }
@@ -126,10 +138,21 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
             return this;
         }
 
+        public Builder controlSocket(Path controlSocket) {
+            this.controlSocket = controlSocket;
+            return this;
+        }
+
+        /** Default: {@link VmRole.Cold}. */
+        public Builder role(VmRole role) {
+            this.role = role;
+            return this;
+        }
+
         /** @throws NullPointerException naming the first missing field */
         public QemuCommandInput build() {
             return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, config,
-                    kernel, initrd, qmpSocket, consoleLog, pidFile, transport);
+                    kernel, initrd, qmpSocket, consoleLog, pidFile, transport, controlSocket, role);
         }
     }
 }

@@ -22,6 +22,7 @@ import io.qvm.transport.RenderRequest;
 import io.qvm.transport.RenderResult;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.WorkerErrorException;
+import io.qvm.transport.WorkerStatus;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -109,6 +110,30 @@ public final class QemuSandbox implements Sandbox {
     }
 
     @Override
+    public WorkerStatus status() {
+        try {
+            return WorkerStatus.fromFrame(call(Frame.of(FrameKind.STATUS, 0, (ObjectNode) null), "status"));
+        } catch (IllegalArgumentException e) {
+            throw new SandboxException("sandbox " + id + ": the worker's status is malformed: " + e.getMessage());
+        }
+    }
+
+    /**
+     * One STATUS request on a transport that completed its handshake (used while a clone proves
+     * itself, before it is a sandbox).
+     */
+    public static WorkerStatus status(SandboxTransport transport, Duration timeout)
+            throws InterruptedException, ExecutionException, TimeoutException {
+        Frame reply = transport.request(Frame.of(FrameKind.STATUS, 0, (ObjectNode) null))
+                .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        try {
+            return WorkerStatus.fromFrame(reply);
+        } catch (IllegalArgumentException e) {
+            throw new SandboxException("the worker's status is malformed: " + e.getMessage());
+        }
+    }
+
+    @Override
     public RenderResult render(RenderRequest request) {
         Frame reply = call(request.toFrame(0), "render");
         try {
@@ -166,7 +191,7 @@ public final class QemuSandbox implements Sandbox {
         String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
         stop(false);
         return new SandboxCrashedException("sandbox " + id + " died during the " + what + " request (" + how + worker
-                + "): " + cause.getMessage(), cause, consoleTail, stderrTail);
+                + "): " + cause.getMessage(), cause, consoleTail, stderrTail, console.workerExitStatus().orElse(null));
     }
 
     private void ensureOpen() {
@@ -204,6 +229,14 @@ public final class QemuSandbox implements Sandbox {
     @Override
     public void close() {
         stop(true);
+    }
+
+    /**
+     * Stops the VM without a word to the worker: QMP {@code quit}, then signals. For a VM that
+     * must not run on (a saved template) or whose worker is not to be trusted with a GOODBYE.
+     */
+    public void discard() {
+        stop(false);
     }
 
     /** How the sandbox was stopped (which rung of the ladder ended QEMU), once it was. */

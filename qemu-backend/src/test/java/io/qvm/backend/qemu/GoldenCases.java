@@ -25,7 +25,7 @@ final class GoldenCases {
                 .image(Path.of(img + guest.qemuName() + "/vmlinuz"),
                         Path.of(img + guest.qemuName() + "/initramfs.cpio.gz"))
                 .qmpSocket(Path.of(run + "/qmp.sock")).consoleLog(Path.of(run + "/console.log"))
-                .pidFile(Path.of(run + "/qemu.pid"))
+                .pidFile(Path.of(run + "/qemu.pid")).controlSocket(Path.of(run + "/control.sock"))
                 .transport(new GuestTransport.Serial(Path.of(run + "/worker.sock")));
     }
 
@@ -49,6 +49,18 @@ final class GoldenCases {
                 "9.2.0", "/opt/homebrew/bin/qemu-system-x86_64").build());
         m.put("macos-x86_64-hvf", unix(HostOs.MACOS, Arch.X86_64, Arch.X86_64, Accelerator.HVF, "9.2.0",
                 "/usr/local/bin/qemu-system-x86_64").build());
+        String ram = "/home/qvm/.cache/qvm/templates/0123456789abcdef0123/ram";
+        m.put("linux-x86_64-tcg-template", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, "7.2.22",
+                "/usr/bin/qemu-system-x86_64").role(new VmRole.Template(java.util.Optional.of(Path.of(ram)))).build());
+        m.put("linux-x86_64-tcg-clone", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, "7.2.22",
+                "/usr/bin/qemu-system-x86_64").role(new VmRole.Clone(java.util.Optional.of(Path.of(ram)))).build());
+        m.put("linux-x86_64-tcg-clone-qemu-10.0", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG,
+                "10.0.2", "/usr/bin/qemu-system-x86_64").role(new VmRole.Clone(java.util.Optional.of(Path.of(ram))))
+                .build());
+        m.put("linux-x86_64-kvm-clone", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.KVM, "7.2.22",
+                "/usr/bin/qemu-system-x86_64").role(new VmRole.Clone(java.util.Optional.of(Path.of(ram)))).build());
+        m.put("linux-x86_64-tcg-clone-full", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, "7.2.22",
+                "/usr/bin/qemu-system-x86_64").role(new VmRole.Clone(java.util.Optional.empty())).build());
         String win = "C:\\Users\\qvm\\AppData\\Local\\qvm\\run\\s1\\";
         m.put("windows-x86_64-whpx", QemuCommandInput.builder().host(HostOs.WINDOWS, Arch.X86_64)
                 .guestArch(Arch.X86_64).accelerator(Accelerator.WHPX)
@@ -57,7 +69,8 @@ final class GoldenCases {
                 .image(Path.of("C:\\qvm\\out\\image\\x86_64\\vmlinuz"),
                         Path.of("C:\\qvm\\out\\image\\x86_64\\initramfs.cpio.gz"))
                 .qmpSocket(Path.of(win + "qmp.sock")).consoleLog(Path.of(win + "console.log"))
-                .pidFile(Path.of(win + "qemu.pid")).transport(new GuestTransport.Serial(Path.of(win + "worker.sock")))
+                .pidFile(Path.of(win + "qemu.pid")).controlSocket(Path.of(win + "control.sock"))
+                .transport(new GuestTransport.Serial(Path.of(win + "worker.sock")))
                 .build());
         return m;
     }

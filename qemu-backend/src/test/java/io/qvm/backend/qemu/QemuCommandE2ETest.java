@@ -54,6 +54,7 @@ class QemuCommandE2ETest {
                 .qemu(qemu.get().binary(), qemu.get().version()).config(SandboxConfig.defaults())
                 .image(kernel.get(), initrd).qmpSocket(dir.resolve("qmp.sock"))
                 .consoleLog(dir.resolve("console.log")).pidFile(dir.resolve("qemu.pid"))
+                .controlSocket(dir.resolve("control.sock"))
                 .transport(new GuestTransport.Serial(dir.resolve("worker.sock"))).build());
         System.out.println("argv: " + String.join(" ", argv));
 

@@ -109,7 +109,7 @@ class QemuCommandTest {
                 new QemuCommandInput(winOld.hostOs(), winOld.hostArch(), winOld.guestArch(), winOld.accelerator(),
                         QemuVersion.of("7.0.0"), winOld.qemuBinary(), winOld.config(), winOld.kernel(),
                         winOld.initrd(), winOld.qmpSocket(), winOld.consoleLog(), winOld.pidFile(),
-                        winOld.transport())));
+                        winOld.transport(), winOld.controlSocket(), winOld.role())));
         assertTrue(w.getMessage().contains("unix-socket chardevs"), w.getMessage());
         assertThrows(UnsupportedQemuSetupException.class, () -> QemuCommand.build(
                 GoldenCases.unix(HostOs.MACOS, Arch.AARCH64, Arch.AARCH64, Accelerator.HVF, "6.1.0", "/q").build()));

@@ -12,6 +12,7 @@ import io.qvm.transport.FrameTooLargeException;
 import io.qvm.transport.FrameWriter;
 import io.qvm.transport.Hello;
 import io.qvm.transport.Ready;
+import io.qvm.transport.WorkerStatus;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -51,7 +52,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Requests are served one at a time per connection, in arrival order, each by the next queued
  * {@link Effect} or, when the queue is empty, the default: ECHO → ECHO_REPLY with the same body,
- * GOODBYE → GOODBYE then close, RENDER → ERROR UNSUPPORTED.
+ * GOODBYE → GOODBYE then close, STATUS → STATUS_REPLY (the host's clock, fresh random bytes,
+ * the requests received so far), RENDER → ERROR UNSUPPORTED.
  */
 public final class FakeWorker implements AutoCloseable {
 
@@ -381,10 +383,15 @@ public final class FakeWorker implements AutoCloseable {
         return k == null ? FrameKind.ERROR : k;
     }
 
-    private static Frame normalAnswer(Frame f) {
+    private Frame normalAnswer(Frame f) {
         switch (f.kind()) {
             case ECHO:
                 return Frame.of(FrameKind.ECHO_REPLY, f.requestId(), f.body());
+            case STATUS:
+                byte[] random = new byte[WorkerStatus.RANDOM_BYTES];
+                new java.security.SecureRandom().nextBytes(random);
+                return WorkerStatus.of(System.currentTimeMillis(), random, received.size() - 1L, hellos.size())
+                        .toFrame(f.requestId());
             case GOODBYE:
                 return Frame.of(FrameKind.GOODBYE, f.requestId(), (byte[]) null);
             default:

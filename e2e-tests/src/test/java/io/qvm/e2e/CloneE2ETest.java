@@ -1,0 +1,154 @@
+package io.qvm.e2e;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.qvm.QemuVmBackend;
+import io.qvm.Sandbox;
+import io.qvm.SandboxConfig;
+import io.qvm.SandboxPool;
+import io.qvm.backend.template.Template;
+import io.qvm.backend.template.TemplateStore;
+import io.qvm.transport.RenderRequest;
+import io.qvm.transport.RenderResult;
+import io.qvm.transport.WorkerStatus;
+import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Real QEMU, the real image: a template built once, clones restored from it — each with its own
+ * randomness and the host's clock, each rendering; a tampered template refused and rebuilt; a
+ * per-request pool whose every document gets a clone of its own.
+ */
+@Tag("e2e")
+@Timeout(value = 20, unit = java.util.concurrent.TimeUnit.MINUTES)
+class CloneE2ETest {
+
+    @TempDir
+    Path state;
+
+    final List<String> progress = new CopyOnWriteArrayList<>();
+    QemuVmBackend backend;
+
+    QemuVmBackend backend() {
+        backend = QemuVmBackend.builder().imageDir(E2e.imageRoot()).stateDirectory(state)
+                .templateDirectory(E2e.templateRoot()).progress(line -> {
+                    progress.add(line);
+                    E2e.log(line);
+                }).build();
+        return backend;
+    }
+
+    @AfterEach
+    void tearDown() {
+        if (backend != null) {
+            backend.close();
+        }
+        await().atMost(Duration.ofMinutes(1)).until(() -> E2e.processesMentioning(state.toString()).isEmpty());
+    }
+
+    static RenderRequest svg(int i) {
+        String doc = "<svg xmlns='http://www.w3.org/2000/svg' width='" + (40 + i) + "' height='30'>"
+                + "<rect width='100%' height='100%' fill='#" + String.format("%06x", i * 40503 & 0xffffff) + "'/></svg>";
+        return RenderRequest.svg(doc.getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void twoClonesAtOnceHaveTheirOwnRandomnessAndTheHostsClockAndBothRender() throws Exception {
+        QemuVmBackend b = backend();
+        SandboxConfig config = E2e.config().build();
+        Template t = b.buildTemplate(config);
+        E2e.log("template " + t.id() + " " + t.meta().mode() + " in " + t.dir());
+        CompletableFuture<Sandbox> first = CompletableFuture.supplyAsync(() -> b.start(config));
+        CompletableFuture<Sandbox> second = CompletableFuture.supplyAsync(() -> b.start(config));
+        try (Sandbox one = first.get(); Sandbox two = second.get()) {
+            for (Sandbox s : List.of(one, two)) {
+                E2e.log("clone " + s.id() + ": " + s.bootReport());
+                assertEquals(t.id(), s.bootReport().template().orElseThrow(), "restored from the template, not booted");
+                assertTrue(s.bootReport().phase("guest:runsc").isEmpty(), "a clone does not boot the guest");
+            }
+            WorkerStatus a = one.status();
+            WorkerStatus c = two.status();
+            long now = System.currentTimeMillis();
+            E2e.log("status " + one.id() + ": " + a + "; " + two.id() + ": " + c);
+            assertNotEquals(a.random(), c.random(), "two clones of one template read different bytes from /dev/urandom");
+            assertTrue(Math.abs(a.wallClockMillis() - now) < 2_000, "clone clock within 2 s of the host: " + a);
+            assertTrue(Math.abs(c.wallClockMillis() - now) < 2_000, "clone clock within 2 s of the host: " + c);
+            assertNotEquals(a.random(), one.status().random(), "and a clone's next read differs too");
+            RenderResult r1 = one.render(svg(1));
+            RenderResult r2 = two.render(svg(2));
+            assertEquals(41, r1.width());
+            assertEquals(42, r2.width());
+            assertEquals(30, r2.height());
+        }
+    }
+
+    @Test
+    void aTamperedTemplateIsRefusedAndRebuiltNeverBooted() throws Exception {
+        QemuVmBackend b = backend();
+        SandboxConfig config = E2e.config().build();
+        Template before = b.buildTemplate(config);
+        Path ram = before.ramFile().orElseThrow();
+        try (RandomAccessFile f = new RandomAccessFile(ram.toFile(), "rw")) {
+            f.seek(1 << 20);
+            f.write(0x5a); // one byte of guest RAM changed: the file's ctime moves
+        }
+        try (Sandbox s = b.start(config)) {
+            assertTrue(progress.stream().anyMatch(l -> l.contains("was refused") && l.contains("rebuilding")),
+                    "the refusal was said: " + progress);
+            Template after = TemplateStore.at(E2e.templateRoot()).find(b.templateKey(config)).template().orElseThrow();
+            assertNotEquals(before.meta().created(), after.meta().created(), "a new template was built");
+            assertEquals(after.id(), s.bootReport().template().orElseThrow(), "and the sandbox is its clone");
+            assertEquals(41, s.render(svg(1)).width());
+        }
+    }
+
+    @Test
+    void aPerRequestPoolRendersTwentyDocumentsInTwentyClonesAndLeavesNothingRunning() throws Exception {
+        QemuVmBackend b = backend();
+        SandboxConfig config = E2e.config().build();
+        b.buildTemplate(config);
+        List<String> ids = new ArrayList<>();
+        try (SandboxPool pool = SandboxPool.builder(b, config).recycle(SandboxPool.Recycle.perRequest())
+                .minIdle(1).maxSandboxes(2).build()) {
+            for (int i = 0; i < 20; i++) {
+                RenderRequest r = svg(i);
+                int want = 40 + i;
+                RenderResult result = pool.withSandbox(s -> {
+                    synchronized (ids) {
+                        ids.add(s.id());
+                    }
+                    assertTrue(s.bootReport().restored(), "every sandbox is a clone");
+                    return s.render(r);
+                });
+                assertEquals(want, result.width());
+            }
+            SandboxPool.PoolStats stats = pool.stats();
+            E2e.log("pool: " + stats);
+            assertEquals(20, stats.recycled(), "every sandbox was closed after its one request");
+            assertEquals(0, stats.started(), "no cold boot");
+        }
+        Set<String> distinct = new HashSet<>(ids);
+        assertEquals(20, distinct.size(), "20 documents, 20 different clones: " + ids);
+        await().atMost(Duration.ofMinutes(1)).until(() -> E2e.processesMentioning(state.toString()).isEmpty());
+        try (var dirs = Files.list(state.resolve("sandboxes"))) {
+            assertEquals(0, dirs.count(), "no sandbox state left");
+        }
+    }
+}

@@ -1,0 +1,180 @@
+package io.qvm.worker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.qvm.transport.ErrorCode;
+import io.qvm.transport.ErrorReply;
+import io.qvm.transport.Frame;
+import io.qvm.transport.FrameCodec;
+import io.qvm.transport.FrameKind;
+import io.qvm.transport.FrameLimits;
+import io.qvm.transport.FrameReader;
+import io.qvm.transport.Hello;
+import io.qvm.transport.Limits;
+import io.qvm.transport.WorkerStatus;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.FilterInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link WorkerLoop} in this JVM over byte streams, with a stub renderer: STATUS and the entropy
+ * drain on every HELLO.
+ */
+@Timeout(60)
+class WorkerLoopTest {
+
+    private static final FrameLimits ANY = FrameLimits.ofBody(FrameLimits.BODY_CEILING);
+    private static final Path URANDOM = Path.of("/dev/urandom");
+
+    @TempDir
+    Path tmp;
+
+    private final ByteArrayOutputStream logBytes = new ByteArrayOutputStream();
+    private final Log log = new Log(new PrintStream(logBytes, true, StandardCharsets.UTF_8));
+
+    @Test
+    void statusCountsRequestsAndSessionsAndEveryHelloDrainsTheDevice() throws Exception {
+        assumeTrue(Files.exists(URANDOM), "needs /dev/urandom");
+        CountingEntropy entropy = new CountingEntropy(URANDOM);
+        List<Frame> out = run(entropy,
+                Frame.of(FrameKind.STATUS, 1, (byte[]) null), // before HELLO: skipped, no answer
+                hello(),
+                Frame.of(FrameKind.STATUS, 2, (byte[]) null),
+                Frame.of(FrameKind.ECHO, 3, new byte[] {1, 2}),
+                Frame.of(FrameKind.STATUS, 4, (byte[]) null),
+                hello(),
+                Frame.of(FrameKind.RENDER, 5, (byte[]) null),
+                Frame.of(FrameKind.STATUS, 6, (byte[]) null));
+
+        assertEquals(List.of(FrameKind.READY, FrameKind.STATUS_REPLY, FrameKind.ECHO_REPLY, FrameKind.STATUS_REPLY,
+                FrameKind.READY, FrameKind.ERROR, FrameKind.STATUS_REPLY), out.stream().map(Frame::kind).toList());
+        assertEquals(List.of(Hello.REQUEST_ID, 2L, 3L, 4L, Hello.REQUEST_ID, 5L, 6L),
+                out.stream().map(Frame::requestId).toList());
+        WorkerStatus first = WorkerStatus.fromFrame(out.get(1));
+        WorkerStatus second = WorkerStatus.fromFrame(out.get(3));
+        WorkerStatus third = WorkerStatus.fromFrame(out.get(6));
+        assertEquals(List.of(0L, 2L, 4L), List.of(first.requestsServed(), second.requestsServed(),
+                third.requestsServed()), "ECHO, RENDER and STATUS answered before");
+        assertEquals(List.of(1L, 1L, 2L), List.of(first.sessions(), second.sessions(), third.sessions()));
+        assertTrue(Math.abs(System.currentTimeMillis() - third.wallClockMillis()) < 60_000, third.toString());
+        assertNotEquals(first.random(), second.random(), "each STATUS reads fresh bytes");
+        assertNotEquals(second.random(), third.random(), "each STATUS reads fresh bytes");
+
+        // The device is opened afresh for every use: a full drain per HELLO, 16 bytes per STATUS.
+        assertEquals(List.of(Entropy.DRAIN_BYTES, 16, 16, Entropy.DRAIN_BYTES, 16), entropy.bytesPerOpen);
+        assertTrue(log().contains("skipped 1 frames"), log());
+    }
+
+    @Test
+    void aDeviceThatEndsEarlyIsLoggedOnceAndTheSessionStillStarts() throws Exception {
+        Path shortFile = Files.write(tmp.resolve("short"), new byte[100]);
+        List<Frame> out = run(new Entropy(shortFile), hello(), Frame.of(FrameKind.ECHO, 2, new byte[] {7}));
+
+        assertEquals(List.of(FrameKind.READY, FrameKind.ECHO_REPLY), out.stream().map(Frame::kind).toList());
+        assertEquals(1, log().lines().filter(l -> l.contains("cannot drain")).count(), log());
+        assertTrue(log().contains("EOFException after 100 bytes"), log());
+    }
+
+    @Test
+    void noDeviceMeansNoDrainAndStatusIsAnInternalError() throws Exception {
+        List<Frame> out = run(new Entropy(tmp.resolve("absent")), hello(),
+                Frame.of(FrameKind.STATUS, 2, (byte[]) null));
+
+        assertEquals(FrameKind.READY, out.get(0).kind());
+        ErrorReply err = ErrorReply.fromFrame(out.get(1));
+        assertEquals(2, err.requestId());
+        assertEquals(ErrorCode.INTERNAL, err.code());
+        assertTrue(log().lines().noneMatch(l -> l.contains("drain")), "a missing device is skipped silently");
+    }
+
+    /** Feeds {@code requests} then end of input; returns every frame the loop wrote. */
+    private List<Frame> run(Entropy entropy, Frame... requests) throws IOException {
+        ByteArrayOutputStream in = new ByteArrayOutputStream();
+        for (Frame f : requests) {
+            in.write(FrameCodec.encode(f, ANY));
+        }
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int status = new WorkerLoop(new ByteArrayInputStream(in.toByteArray()), out, new StubRenderer(), log, "test",
+                entropy).run();
+        assertEquals(0, status);
+        FrameReader reader = new FrameReader(new ByteArrayInputStream(out.toByteArray()), ANY);
+        List<Frame> frames = new ArrayList<>();
+        for (Frame f; (f = reader.read()) != null; ) {
+            frames.add(f);
+        }
+        return frames;
+    }
+
+    private static Frame hello() {
+        return Hello.fresh(new Limits(1 << 20, 1 << 20, 4_000_000, 4000, 20, 20_000)).toFrame();
+    }
+
+    private String log() {
+        return logBytes.toString(StandardCharsets.UTF_8);
+    }
+
+    /** Answers every RENDER with UNSUPPORTED. */
+    private static final class StubRenderer implements RenderHandler {
+        @Override
+        public List<String> capabilities() {
+            return List.of();
+        }
+
+        @Override
+        public void warmUp() {
+        }
+
+        @Override
+        public Frame handle(Frame request, Limits limits) {
+            return new ErrorReply(request.requestId(), ErrorCode.UNSUPPORTED, "stub").toFrame();
+        }
+    }
+
+    /** Records how many bytes were read through each opening of the device. */
+    private static final class CountingEntropy extends Entropy {
+        final List<Integer> bytesPerOpen = new ArrayList<>();
+
+        CountingEntropy(Path device) {
+            super(device);
+        }
+
+        @Override
+        InputStream open() throws IOException {
+            int slot = bytesPerOpen.size();
+            bytesPerOpen.add(0);
+            return new FilterInputStream(super.open()) {
+                @Override
+                public int read() throws IOException {
+                    int b = super.read();
+                    if (b >= 0) {
+                        bytesPerOpen.set(slot, bytesPerOpen.get(slot) + 1);
+                    }
+                    return b;
+                }
+
+                @Override
+                public int read(byte[] buf, int off, int len) throws IOException {
+                    int n = super.read(buf, off, len);
+                    if (n > 0) {
+                        bytesPerOpen.set(slot, bytesPerOpen.get(slot) + n);
+                    }
+                    return n;
+                }
+            };
+        }
+    }
+}
