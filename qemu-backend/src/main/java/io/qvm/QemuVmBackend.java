@@ -440,14 +440,41 @@ public final class QemuVmBackend implements SandboxBackend {
             phases.put("state-loaded", since(startNanos));
             p.qmp.cont();
             phases.put("resumed", since(startNanos));
+            // The fresh HELLO goes out while the init sets the clock: the worker's answer (its
+            // urandom drain included, see Entropy) does not depend on either. What does — the
+            // STATUS below — comes after both.
+            Hello hello = Hello.fresh(limits(plan.input().config()));
+            Duration helloDeadline = remaining(deadline);
+            java.util.concurrent.CompletableFuture<Ready> handshake = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> {
+                        try {
+                            return p.transport.handshake(hello, helloDeadline);
+                        } catch (TransportException | InterruptedException e) {
+                            throw new java.util.concurrent.CompletionException(e);
+                        }
+                    });
             GuestControl.Restored r = p.control.restore(Instant.now(), min(remaining(deadline), Duration.ofSeconds(20)));
             phases.put("clock-set", since(startNanos));
             if (r.forks() < 1) {
+                handshake.cancel(true);
                 throw new TemplateException("the guest kernel did not reseed its random generator after the restore "
                         + "(no 'crng reseeded due to virtual machine fork' within the init's wait): clones would share "
                         + "randomness");
             }
-            Ready ready = p.transport.handshake(Hello.fresh(limits(plan.input().config())), remaining(deadline));
+            Ready ready;
+            try {
+                ready = handshake.get(remaining(deadline).toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.ExecutionException e) {
+                Throwable c = e.getCause() instanceof java.util.concurrent.CompletionException ce && ce.getCause() != null
+                        ? ce.getCause() : e.getCause();
+                if (c instanceof IOException io) {
+                    throw io;
+                }
+                if (c instanceof RuntimeException re) {
+                    throw re;
+                }
+                throw new SandboxException("the clone's handshake failed: " + c, c);
+            }
             phases.put("worker-ready", since(startNanos));
             WorkerStatus status = awaitClock(p.transport, deadline);
             phases.put("status-checked", since(startNanos));

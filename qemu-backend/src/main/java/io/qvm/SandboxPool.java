@@ -204,6 +204,11 @@ public final class SandboxPool implements AutoCloseable {
             Sandbox s = startReserved(warmUpRender);
             lock.lock();
             try {
+                if (closed) {
+                    dropLocked(s); // the pool was closed while this one started: nobody would ever close it
+                    changed.signalAll();
+                    return;
+                }
                 fresh.addLast(s);
                 changed.signalAll();
             } finally {
@@ -278,7 +283,12 @@ public final class SandboxPool implements AutoCloseable {
     }
 
     private Sandbox acquire(String key) {
+        Sandbox s = acquireUncounted(key);
         requests.incrementAndGet();
+        return s;
+    }
+
+    private Sandbox acquireUncounted(String key) {
         long deadline = System.nanoTime() + acquireTimeout.toNanos();
         boolean startHere = false;
         lock.lock();
@@ -302,7 +312,7 @@ public final class SandboxPool implements AutoCloseable {
                     long left = deadline - System.nanoTime();
                     if (left <= 0) {
                         throw new SandboxException("no sandbox of the pool became free within "
-                                + acquireTimeout.toSeconds() + " s (all " + maxSandboxes + " busy); raise "
+                                + acquireTimeout.toMillis() + " ms (all " + maxSandboxes + " busy); raise "
                                 + "maxSandboxes or acquireTimeout, or lower the request deadline");
                     }
                     try {
@@ -401,7 +411,7 @@ public final class SandboxPool implements AutoCloseable {
         closeLater(s);
     }
 
-    private static void closeLater(Sandbox s) {
+    private void closeLater(Sandbox s) {
         // Closing waits for QEMU to exit (up to seconds): never under the lock, never in the caller's path.
         Thread t = new Thread(() -> {
             try {
@@ -412,10 +422,11 @@ public final class SandboxPool implements AutoCloseable {
         }, "qvm-pool-close-" + s.id());
         t.setDaemon(false);
         t.start();
-        CLOSING.add(t);
+        closing.add(t);
     }
 
-    private static final java.util.Set<Thread> CLOSING = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** This pool's closer threads, which {@link #close()} waits for. */
+    private final java.util.Set<Thread> closing = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /** Starts a sandbox for a place reserved under the lock ({@code live++, starting++}). */
     private Sandbox startReserved(boolean warm) {
@@ -585,13 +596,13 @@ public final class SandboxPool implements AutoCloseable {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         try {
             filler.join(TimeUnit.NANOSECONDS.toMillis(Math.max(1, deadline - System.nanoTime())) + 1);
-            for (Thread t : List.copyOf(CLOSING)) {
+            for (Thread t : List.copyOf(closing)) {
                 long left = deadline - System.nanoTime();
                 if (left > 0) {
                     t.join(TimeUnit.NANOSECONDS.toMillis(left) + 1);
                 }
                 if (!t.isAlive()) {
-                    CLOSING.remove(t);
+                    closing.remove(t);
                 }
             }
         } catch (InterruptedException e) {

@@ -127,7 +127,7 @@ final class RenderCommand implements Callable<Integer> {
             progress.line("no sandbox is running: starting a fresh one");
             MissingImage.buildIfMissing(ctx, ctx.imageRoot(dirs.imageDir), progress);
             try (QemuVmBackend backend = QemuVmBackend.builder().imageDir(ctx.imageRoot(dirs.imageDir))
-                    .stateDirectory(states.root()).progress(progress::line).build();
+                    .stateDirectory(states.root()).templateDirectory(TemplateCommand.store(ctx).root()).progress(progress::line).build();
                  Sandbox sandbox = backend.start(config)) {
                 progress.done();
                 usedId = sandbox.id();

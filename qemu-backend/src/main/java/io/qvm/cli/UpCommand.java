@@ -120,7 +120,7 @@ final class UpCommand implements Callable<Integer> {
         boolean ready = false;
         try {
             hosted.backend = QemuVmBackend.builder().imageDir(ctx.imageRoot(dirs.imageDir)).stateDirectory(stateRoot)
-                    .progress(progress::line).build();
+                    .templateDirectory(TemplateCommand.store(ctx).root()).progress(progress::line).build();
             Sandbox sandbox = hosted.backend.start(config);
             hosted.sandbox = sandbox;
             progress.done();

@@ -207,7 +207,7 @@ public final class WorkerLoop {
             served++;
             switch (f.kind()) {
                 case ECHO -> {
-                    send(Frame.of(FrameKind.ECHO_REPLY, f.requestId(), f.body()));
+                    send(echo(f, session.limits()));
                     requestsServed++;
                 }
                 case STATUS -> {
@@ -248,6 +248,27 @@ public final class WorkerLoop {
             return error(id, ErrorCode.INTERNAL, "cannot read /dev/urandom (" + e.getClass().getSimpleName() + ")");
         }
         return WorkerStatus.of(System.currentTimeMillis(), random, requestsServed, sessions).toFrame(id);
+    }
+
+    /**
+     * The ECHO answer: the request's body, or — when the header asks {@code {"replyBytes": n}} —
+     * n zero bytes instead (the request body is dropped), so the host can time each direction of
+     * the transport on its own. n is checked against the session's response limit before
+     * anything is allocated.
+     */
+    static Frame echo(Frame f, Limits limits) {
+        com.fasterxml.jackson.databind.JsonNode n = f.header().get("replyBytes");
+        if (n == null) {
+            return Frame.of(FrameKind.ECHO_REPLY, f.requestId(), f.body());
+        }
+        if (!n.canConvertToInt() || n.asInt() < 0) {
+            return error(f.requestId(), ErrorCode.BAD_REQUEST, "replyBytes must be a non-negative integer");
+        }
+        if (n.asInt() > limits.maxResponseBytes()) {
+            return error(f.requestId(), ErrorCode.TOO_LARGE, "replyBytes " + n.asInt() + " is above the limit of "
+                    + limits.maxResponseBytes() + " bytes");
+        }
+        return Frame.of(FrameKind.ECHO_REPLY, f.requestId(), new byte[n.asInt()]);
     }
 
     /** Writes an answer, or TOO_LARGE in its place if it is above the host's response limit. */

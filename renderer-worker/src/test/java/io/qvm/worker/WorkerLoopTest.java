@@ -1,5 +1,6 @@
 package io.qvm.worker;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -99,6 +100,28 @@ class WorkerLoopTest {
         assertEquals(2, err.requestId());
         assertEquals(ErrorCode.INTERNAL, err.code());
         assertTrue(log().lines().noneMatch(l -> l.contains("drain")), "a missing device is skipped silently");
+    }
+
+    @Test
+    void echoWithReplyBytesAnswersThatManyZerosWithinTheResponseLimit() throws Exception {
+        com.fasterxml.jackson.databind.node.ObjectNode want = com.fasterxml.jackson.databind.node.JsonNodeFactory
+                .instance.objectNode().put("replyBytes", 5000);
+        com.fasterxml.jackson.databind.node.ObjectNode tooMany = com.fasterxml.jackson.databind.node.JsonNodeFactory
+                .instance.objectNode().put("replyBytes", (1 << 20) + 1);
+        com.fasterxml.jackson.databind.node.ObjectNode bad = com.fasterxml.jackson.databind.node.JsonNodeFactory
+                .instance.objectNode().put("replyBytes", -1);
+        List<Frame> out = run(new Entropy(tmp.resolve("absent")), hello(),
+                new Frame(FrameKind.ECHO, 2, want, new byte[300]),
+                new Frame(FrameKind.ECHO, 3, tooMany, null),
+                new Frame(FrameKind.ECHO, 4, bad, null),
+                Frame.of(FrameKind.ECHO, 5, new byte[] {9, 8}));
+
+        assertEquals(FrameKind.ECHO_REPLY, out.get(1).kind());
+        assertEquals(5000, out.get(1).body().length, "replyBytes zeros, the request body dropped");
+        assertEquals(0, out.get(1).body()[4999]);
+        assertEquals(ErrorCode.TOO_LARGE, ErrorReply.fromFrame(out.get(2)).code(), "checked before allocating");
+        assertEquals(ErrorCode.BAD_REQUEST, ErrorReply.fromFrame(out.get(3)).code());
+        assertArrayEquals(new byte[] {9, 8}, out.get(4).body(), "a plain ECHO still echoes");
     }
 
     /** Feeds {@code requests} then end of input; returns every frame the loop wrote. */

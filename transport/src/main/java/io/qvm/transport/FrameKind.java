@@ -12,7 +12,11 @@ public enum FrameKind {
     HELLO(0x01),
     /** worker → host: answers HELLO; header {@code {"nonce", "version", "capabilities"}}. */
     READY(0x02),
-    /** host → worker: the body is echoed back unchanged (transport and limit checks). */
+    /**
+     * host → worker: the body is echoed back unchanged (transport and limit checks); with header
+     * {@code {"replyBytes": n}} the body is dropped and n zero bytes come back instead (so each
+     * direction can be timed on its own; n is checked against the response limit first).
+     */
     ECHO(0x10),
     /** worker → host: the echoed body. */
     ECHO_REPLY(0x11),

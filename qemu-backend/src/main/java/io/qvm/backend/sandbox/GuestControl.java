@@ -42,7 +42,7 @@ public final class GuestControl implements AutoCloseable {
     /** Longest line read; longer ones are skipped to their end. */
     static final int MAX_LINE = 256;
 
-    private static final Pattern RESTORED = Pattern.compile("restored ([A-Za-z0-9]{1,64}) clock=(\\d{1,19}) forks=(\\d{1,9})");
+    private static final Pattern RESTORED = Pattern.compile("restored ([A-Za-z0-9]{1,64}) clock=(\\d{1,18}) forks=(\\d{1,9})");
     private static final Pattern PONG = Pattern.compile("pong ([A-Za-z0-9]{1,64})");
     private static final Pattern ERROR = Pattern.compile("error ([A-Za-z0-9]{1,64}|-) ([a-z-]{1,40})");
     private static final SecureRandom TOKENS = new SecureRandom();
@@ -135,6 +135,7 @@ public final class GuestControl implements AutoCloseable {
                 return m;
             }
             Matcher e = ERROR.matcher(line);
+            // "error -" (a line without a readable token) may be stale noise: skipped like it
             if (e.matches() && e.group(1).equals(token)) {
                 throw new IOException("the guest init refused '" + verb(command) + "': " + e.group(2));
             }

@@ -49,7 +49,9 @@ public record TemplateKey(SortedMap<String, String> inputs) {
     private static final Path P_DIR = Path.of("/qvm-template/run");
 
     public TemplateKey {
-        inputs = Collections.unmodifiableSortedMap(new TreeMap<>(inputs));
+        TreeMap<String, String> copy = new TreeMap<>(); // natural order, whatever the given map's comparator
+        copy.putAll(inputs);
+        inputs = Collections.unmodifiableSortedMap(copy);
     }
 
     /**

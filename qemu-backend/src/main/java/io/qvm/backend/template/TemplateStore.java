@@ -249,6 +249,10 @@ public final class TemplateStore {
         if (own.isPresent()) {
             return own;
         }
+        own = owned(dir.resolve(Template.META)); // "every file": meta.json too, not only state and ram
+        if (own.isPresent()) {
+            return own;
+        }
         if (!TemplateKey.FORMAT.equals(meta.format())) {
             return Optional.of("it has format " + meta.format() + ", this qvm reads " + TemplateKey.FORMAT);
         }

@@ -32,7 +32,8 @@ class QemuCommandTest {
         List<String> argv = QemuCommand.build(linuxTcg().config(c).build());
         assertEquals("4", after(argv, "-smp"));
         assertEquals("3000M", after(argv, "-m"));
-        assertEquals("console=ttyS0 panic=-1 qvm.transport=serial qvm.port=qvm.worker qvm.xmx_mib="
+        assertEquals("console=ttyS0 panic=-1 qvm.transport=serial qvm.port=qvm.worker qvm.control_port=qvm.control"
+                + " qvm.xmx_mib="
                 + (3000 - 384 - 200) + " qvm.cpus=4 qvm.tmp_mib=200 qvm.platform=ptrace", after(argv, "-append"));
     }
 
@@ -43,14 +44,14 @@ class QemuCommandTest {
         assertTrue(after(argv, "-append").startsWith("console=ttyAMA0 panic=-1 "));
         assertEquals("max", after(argv, "-cpu"));
         assertEquals("virt,gic-version=max", after(argv, "-M"));
-        assertEquals("tcg,thread=multi", after(argv, "-accel"));
+        assertEquals("tcg,thread=multi,tb-size=" + MachineProfile.TCG_TB_MIB, after(argv, "-accel"));
     }
 
     @Test
     void x86GuestOnArmHostIsSingleThreadedTcg() {
         List<String> argv = QemuCommand.build(GoldenCases.unix(HostOs.MACOS, Arch.AARCH64, Arch.X86_64,
                 Accelerator.TCG, "9.2.0", "/opt/homebrew/bin/qemu-system-x86_64").build());
-        assertEquals("tcg,thread=single", after(argv, "-accel"));
+        assertEquals("tcg,thread=single,tb-size=" + MachineProfile.TCG_TB_MIB, after(argv, "-accel"));
     }
 
     @Test
@@ -93,7 +94,9 @@ class QemuCommandTest {
         List<String> argv = QemuCommand.build(linuxTcg().transport(new GuestTransport.Vsock(7, 6000)).build());
         assertTrue(after(argv, "-append").contains(" qvm.transport=vsock qvm.vsock_port=6000 "));
         assertTrue(argv.contains("vhost-vsock-pci,guest-cid=7"), argv.toString());
-        assertTrue(argv.stream().noneMatch(a -> a.startsWith("virtserialport")));
+        // no worker port on virtio-serial, only the init's control port
+        assertTrue(argv.stream().noneMatch(a -> a.startsWith("virtserialport,chardev=qvmw")), argv.toString());
+        assertTrue(argv.contains("virtserialport,chardev=qvmc,name=qvm.control"), argv.toString());
     }
 
     @Test

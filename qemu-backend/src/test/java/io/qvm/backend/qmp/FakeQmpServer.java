@@ -39,6 +39,7 @@ import java.util.concurrent.TimeUnit;
  * server.enqueue("query-status", Reply.of(Effect.line("not json")));  // garbage instead of a reply
  * server.enqueue("query-status", Reply.never());                      // a reply that never comes
  * server.enqueue("quit", Reply.of(Effect.ok("{}"), Effect.close()));   // EOF after quit
+ * server.enqueue("migrate", Reply.of(Effect.run(cmd -> ...), Effect.ok("{}")));  // play QEMU's part
  * }</pre>
  *
  * Commands with nothing enqueued get QEMU's defaults: {@code qmp_capabilities} and
@@ -73,6 +74,15 @@ final class FakeQmpServer implements AutoCloseable {
         /** Wait before the next effect. */
         record Pause(Duration duration) implements Effect {}
 
+        /** Run test code with the command (the test plays QEMU's side effects, e.g. a migration). */
+        record Run(Action action) implements Effect {}
+
+        /** What {@link Run} runs. */
+        @FunctionalInterface
+        interface Action {
+            void run(JsonNode command) throws Exception;
+        }
+
         static Effect ok(String returnJson) {
             return new Ok(returnJson);
         }
@@ -95,6 +105,10 @@ final class FakeQmpServer implements AutoCloseable {
 
         static Effect pause(Duration d) {
             return new Pause(d);
+        }
+
+        static Effect run(Action action) {
+            return new Run(action);
         }
     }
 
@@ -293,6 +307,14 @@ final class FakeQmpServer implements AutoCloseable {
             } else if (e instanceof Effect.Close) {
                 ch.close();
                 return false;
+            } else if (e instanceof Effect.Run r) {
+                try {
+                    r.action().run(cmd);
+                } catch (IOException | RuntimeException ex) {
+                    throw ex;
+                } catch (Exception ex) {
+                    throw new IOException(ex);
+                }
             } else if (e instanceof Effect.Pause p) {
                 try {
                     Thread.sleep(p.duration().toMillis());

@@ -12,6 +12,7 @@ import io.qvm.transport.FrameTooLargeException;
 import io.qvm.transport.FrameWriter;
 import io.qvm.transport.Hello;
 import io.qvm.transport.Ready;
+import io.qvm.transport.RenderResult;
 import io.qvm.transport.WorkerStatus;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -53,7 +54,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>Requests are served one at a time per connection, in arrival order, each by the next queued
  * {@link Effect} or, when the queue is empty, the default: ECHO → ECHO_REPLY with the same body,
  * GOODBYE → GOODBYE then close, STATUS → STATUS_REPLY (the host's clock, fresh random bytes,
- * the requests received so far), RENDER → ERROR UNSUPPORTED.
+ * the requests received so far), RENDER → ERROR UNSUPPORTED (or the RENDER_RESULT given to
+ * {@link Builder#renders}).
  */
 public final class FakeWorker implements AutoCloseable {
 
@@ -124,6 +126,7 @@ public final class FakeWorker implements AutoCloseable {
         private String version = "fake-1";
         private List<String> capabilities = List.of("echo");
         private FrameLimits readLimits = new FrameLimits(FrameLimits.HEADER_CEILING, 64 << 20);
+        private RenderResult renders;
 
         /** Bytes written as soon as a connection is accepted, before anything is read. */
         public Builder onConnect(byte[] bytes) {
@@ -156,6 +159,12 @@ public final class FakeWorker implements AutoCloseable {
         /** What the worker's reader accepts (default: 64 MiB bodies). */
         public Builder readLimits(FrameLimits limits) {
             this.readLimits = Objects.requireNonNull(limits);
+            return this;
+        }
+
+        /** RENDER is answered with {@code result} as its RENDER_RESULT (default: ERROR UNSUPPORTED). */
+        public Builder renders(RenderResult result) {
+            this.renders = Objects.requireNonNull(result);
             return this;
         }
 
@@ -394,6 +403,12 @@ public final class FakeWorker implements AutoCloseable {
                         .toFrame(f.requestId());
             case GOODBYE:
                 return Frame.of(FrameKind.GOODBYE, f.requestId(), (byte[]) null);
+            case RENDER:
+                if (script.renders != null) {
+                    return script.renders.toFrame(f.requestId());
+                }
+                return new ErrorReply(f.requestId(), ErrorCode.UNSUPPORTED, "the fake worker does not " + f.kind())
+                        .toFrame();
             default:
                 return new ErrorReply(f.requestId(), ErrorCode.UNSUPPORTED, "the fake worker does not " + f.kind())
                         .toFrame();

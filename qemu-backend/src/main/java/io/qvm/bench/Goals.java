@@ -1,0 +1,72 @@
+package io.qvm.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+/** Issue #8's goals, judged from one run's figures (ratios from the same run). */
+final class Goals {
+
+    private Goals() {
+    }
+
+    static ArrayNode evaluate(JsonNode r) {
+        ArrayNode g = JsonNodeFactory.instance.arrayNode();
+        double cold = r.path("coldBoot").path("readyMillis").asDouble(Double.NaN);
+        double restore = median(r.path("restore").path("readyMillis"));
+        add(g, "restore to READY / cold boot to READY", restore / cold, "<= 0.05 (aim 0.02)", restore / cold <= 0.05,
+                String.format("%.0f ms / %.0f ms", restore, cold));
+        for (String type : new String[] {"svg", "pdf"}) {
+            JsonNode w = r.path("render").path(type);
+            double clone = w.path("clonePerRequest").path("p50Millis").asDouble(Double.NaN);
+            double warm = w.path("warmSandbox").path("p50Millis").asDouble(Double.NaN);
+            add(g, type.toUpperCase() + " render p50: fresh clone per request (pool) / warm reused sandbox", clone / warm,
+                    "<= 2", clone / warm <= 2, String.format("%.0f ms / %.0f ms", clone, warm));
+            double prepared = w.path("clonePrepared").path("p50Millis").asDouble(Double.NaN);
+            add(g, type.toUpperCase() + " render p50: fresh clone prepared ahead, nothing else running / warm",
+                    prepared / warm, "<= 2", prepared / warm <= 2, String.format("%.0f ms / %.0f ms", prepared, warm));
+        }
+        double acquire = r.path("poolAcquire").path("p50Millis").asDouble(Double.NaN);
+        add(g, "pool acquire p50 (idle clones available), ms", acquire, "<= 5", acquire <= 5, "");
+        JsonNode idle = r.path("memory").path("idleClone");
+        double own = idle.path("ownKiB").asDouble(Double.NaN) / 1024;
+        add(g, "private memory of one idle clone (Private_Dirty), MiB", own, "<= 100 (aim 64)", own <= 100,
+                String.format("Private_Clean %.0f MiB more: template pages only it maps now; PSS %.0f MiB",
+                        idle.path("Private_CleanKiB").asDouble() / 1024, idle.path("PssKiB").asDouble() / 1024));
+        JsonNode many = r.path("memory").path("clonesAtOnce");
+        double n = many.path("count").asDouble(0);
+        double perClone = many.path("ownKiBTotal").asDouble(Double.NaN) / 1024 / n;
+        add(g, "clones up at once", n, ">= 8", n >= 8, String.format("%.0f MiB Private_Dirty, %.0f MiB PSS each",
+                perClone, many.path("pssKiBTotal").asDouble() / 1024 / n));
+        double rtt = r.path("noopRoundTrip").path("p50Millis").asDouble(Double.NaN);
+        add(g, "no-op round trip p50, ms", rtt, "<= 2", rtt <= 2, "p99 "
+                + r.path("noopRoundTrip").path("p99Millis").asDouble());
+        double up = median(r.path("throughput").path("upMBps"));
+        double down = median(r.path("throughput").path("downMBps"));
+        add(g, "throughput host → guest, MB/s", up, ">= 50", up >= 50, "16 MiB");
+        add(g, "throughput guest → host, MB/s", down, ">= 50", down >= 50, "16 MiB");
+        return g;
+    }
+
+    private static void add(ArrayNode g, String what, double value, String goal, boolean met, String detail) {
+        ObjectNode o = g.addObject();
+        o.put("goal", what);
+        o.put("value", Double.isNaN(value) ? null : Math.round(value * 1000) / 1000.0);
+        o.put("target", goal);
+        o.put("met", !Double.isNaN(value) && met);
+        o.put("detail", detail);
+    }
+
+    static double median(JsonNode array) {
+        double[] v = new double[array.size()];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = array.get(i).asDouble();
+        }
+        if (v.length == 0) {
+            return Double.NaN;
+        }
+        java.util.Arrays.sort(v);
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    }
+}

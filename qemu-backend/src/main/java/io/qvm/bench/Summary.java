@@ -1,0 +1,92 @@
+package io.qvm.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.Map;
+
+/** {@code bench.md}: the run's figures as Markdown tables. */
+final class Summary {
+
+    private Summary() {
+    }
+
+    static String markdown(JsonNode r) {
+        StringBuilder md = new StringBuilder("# qvm bench\n\n");
+        JsonNode h = r.path("host");
+        md.append("Run ").append(r.path("started").asText()).append(" → ").append(r.path("finished").asText())
+                .append(" (`qvm bench`). Host: ").append(h.path("os").asText()).append(", ")
+                .append(h.path("arch").asText()).append(", ").append(h.path("cpus").asInt()).append(" CPUs, ")
+                .append(h.path("memTotalKiB").asLong() / 1024 / 1024).append(" GiB; QEMU ")
+                .append(h.path("qemuVersion").asText()).append(", accelerator **").append(h.path("accelerator").asText())
+                .append("**; guest ").append(r.path("config").path("vcpus").asInt()).append(" vCPU, ")
+                .append(r.path("config").path("memoryMib").asInt()).append(" MiB; Java ")
+                .append(h.path("java").asText()).append(".\n\nImage:");
+        h.path("image").fields().forEachRemaining(e -> md.append(" `").append(e.getKey()).append("` ")
+                .append(e.getValue().asText(), 0, 16).append("…"));
+        md.append("\n\n## Goals (issue #8)\n\n| goal | value | target | met | detail |\n| --- | --- | --- | --- | --- |\n");
+        for (JsonNode g : r.path("goals")) {
+            md.append("| ").append(g.path("goal").asText()).append(" | ").append(g.path("value").asText())
+                    .append(" | ").append(g.path("target").asText()).append(" | ")
+                    .append(g.path("met").asBoolean() ? "yes" : "**no**").append(" | ")
+                    .append(g.path("detail").asText()).append(" |\n");
+        }
+        md.append("\n## Boot, template, restore\n\n| what | figure |\n| --- | --- |\n");
+        row(md, "cold boot to READY", r.path("coldBoot").path("readyMillis").asLong() + " ms");
+        r.path("coldBoot").path("phases").fields().forEachRemaining(e ->
+                row(md, "&nbsp;&nbsp;cold boot phase `" + e.getKey() + "`", e.getValue().asLong() + " ms"));
+        JsonNode t = r.path("templateBuild");
+        row(md, "template build (boot + save)", t.path("wallMillis").asLong() + " ms (boot " + t.path("bootMillis")
+                .asLong() + " ms, save " + t.path("saveMillis").asLong() + " ms, " + t.path("mode").asText() + ", state "
+                + t.path("stateBytes").asLong() / 1024 + " KiB)");
+        row(md, "restore to READY (clones in a row)", r.path("restore").path("readyMillis").toString() + " ms");
+        r.path("restore").path("phases").fields().forEachRemaining(e ->
+                row(md, "&nbsp;&nbsp;restore phase `" + e.getKey() + "`", e.getValue().asLong() + " ms"));
+        series(md, "pool acquire (idle clones ready)", r.path("poolAcquire"));
+        series(md, "no-op round trip (empty ECHO)", r.path("noopRoundTrip"));
+        row(md, "throughput host → guest (16 MiB)", r.path("throughput").path("upMBps").toString() + " MB/s");
+        row(md, "throughput guest → host (16 MiB)", r.path("throughput").path("downMBps").toString() + " MB/s");
+        md.append("\n## Render latency (fixed inputs: samples/hello.svg, samples/hello.pdf)\n\n")
+                .append("| way | SVG p50 / p99 (n) | PDF p50 / p99 (n) |\n| --- | --- | --- |\n");
+        for (Map.Entry<String, String> w : Map.of("hostJvm", "1 host JVM, no isolation", "jvmPerRequest",
+                "2 fresh JVM subprocess per request", "runscOnHost", "3 runsc on the host (gVisor alone)",
+                "warmSandbox", "4 warm reused sandbox (VM + gVisor)", "clonePerRequest",
+                "5 fresh clone per request (pool)", "clonePrepared",
+                "6 fresh clone per request, prepared ahead, nothing else running").entrySet().stream().sorted(Map.Entry.comparingByValue()).toList()) {
+            md.append("| ").append(w.getValue().substring(2)).append(" | ").append(cell(r.path("render").path("svg")
+                    .path(w.getKey()))).append(" | ").append(cell(r.path("render").path("pdf").path(w.getKey())))
+                    .append(" |\n");
+        }
+        JsonNode m = r.path("memory");
+        md.append("\n## Host memory (from /proc/PID/smaps_rollup)\n\n| what | RSS | PSS | Private_Dirty (its own) | Private_Clean |\n| --- | --- | --- | --- | --- |\n");
+        JsonNode idle = m.path("idleClone");
+        md.append("| one idle clone | ").append(idle.path("RssKiB").asLong() / 1024).append(" MiB | ")
+                .append(idle.path("PssKiB").asLong() / 1024).append(" MiB | ").append(idle.path("ownKiB").asLong() / 1024)
+                .append(" MiB | ").append(idle.path("Private_CleanKiB").asLong() / 1024).append(" MiB |\n");
+        JsonNode many = m.path("clonesAtOnce");
+        int n = many.path("count").asInt(1);
+        md.append("| ").append(n).append(" clones up at once, each (mean) | | ")
+                .append(many.path("pssKiBTotal").asLong() / 1024 / Math.max(1, n)).append(" MiB | ")
+                .append(many.path("ownKiBTotal").asLong() / 1024 / Math.max(1, n)).append(" MiB | |\n");
+        md.append("\nOne idle clone used ").append(idle.path("cpuPercentIdle").asDouble())
+                .append(" % of a host core over 5 s while idle.\n");
+        md.append("\n").append(n).append(" clones started at once were all READY after ")
+                .append(many.path("allReadyMillis").asLong()).append(" ms; MemAvailable with them up: ")
+                .append(many.path("memAvailableKiBWhileUp").asLong() / 1024).append(" MiB.\n");
+        return md.toString();
+    }
+
+    private static void row(StringBuilder md, String what, String figure) {
+        md.append("| ").append(what).append(" | ").append(figure).append(" |\n");
+    }
+
+    private static void series(StringBuilder md, String what, JsonNode s) {
+        row(md, what, cell(s));
+    }
+
+    private static String cell(JsonNode s) {
+        if (s.has("skipped")) {
+            return "skipped: " + s.path("skipped").asText();
+        }
+        return String.format("%.2f / %.2f ms (%d)", s.path("p50Millis").asDouble(), s.path("p99Millis").asDouble(),
+                s.path("n").asInt());
+    }
+}
