@@ -262,7 +262,7 @@ public final class Bench {
 
     /**
      * A fresh clone per request with nothing else running: each clone restored and warmed (the
-     * pool's canned render) ahead, then one timed render, then closed. What a request sees on a
+     * pool's canned renders) ahead, then one timed render, then closed. What a request sees on a
      * host with a spare core for the restores; {@link #clonePerRequest} shows this 2-core host,
      * where the next clone's restore competes with the request.
      */
@@ -270,8 +270,7 @@ public final class Bench {
         List<Long> samples = new ArrayList<>();
         for (int i = 0; i < Math.max(3, o.renders() / 2); i++) {
             try (Sandbox s = clones.start(config)) {
-                s.render(RenderRequest.svg(SVG).withSize(64, 64));
-                s.render(RenderRequest.pdf(PDF));
+                SandboxPool.warmUp(s); // what the pool does to each clone it restores ahead
                 Thread.sleep(500);
                 long a = System.nanoTime();
                 s.render(req);

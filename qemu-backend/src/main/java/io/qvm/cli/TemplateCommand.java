@@ -7,7 +7,6 @@ import io.qvm.backend.template.TemplateKey;
 import io.qvm.backend.template.TemplateMeta;
 import io.qvm.backend.template.TemplateStore;
 import java.io.PrintWriter;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -38,10 +37,7 @@ final class TemplateCommand implements Runnable {
 
     /** {@code $QVM_CACHE/templates}, else {@code ~/.cache/qvm/templates}. */
     static TemplateStore store(CliContext ctx) {
-        String cache = ctx.env().get(TemplateStore.ENV_CACHE);
-        Path base = cache != null && !cache.isBlank() ? Path.of(cache)
-                : Path.of(System.getProperty("user.home"), ".cache", "qvm");
-        return TemplateStore.at(base.resolve("templates"));
+        return TemplateStore.defaultLocation(ctx.env());
     }
 
     record Row(String id, String mode, int memoryMib, String created, long bootMillis, long saveMillis,

@@ -30,7 +30,7 @@ class QvmCliTest {
     void helpListsEveryCommandAndTheExitCodes() {
         CliRun.Result r = CliRun.run(ctx, "--help");
         assertEquals(0, r.exit(), r.toString());
-        for (String c : List.of("up", "render", "ps", "down", "logs", "doctor", "image", "completion")) {
+        for (String c : List.of("up", "render", "ps", "down", "logs", "doctor", "image", "template", "bench", "completion")) {
             assertTrue(r.out().contains("  " + c), c + " missing:\n" + r.out());
         }
         for (ExitCode c : ExitCode.values()) {

@@ -80,7 +80,8 @@ public final class TemplateStore {
         return defaultLocation(System.getenv());
     }
 
-    static TemplateStore defaultLocation(Map<String, String> env) {
+    /** {@link #defaultLocation()} for the environment {@code env}. */
+    public static TemplateStore defaultLocation(Map<String, String> env) {
         String dir = env.get(ENV_CACHE);
         Path base = dir != null && !dir.isBlank() ? Path.of(dir) : Path.of(System.getProperty("user.home"), ".cache", "qvm");
         return new TemplateStore(base.resolve("templates"));
@@ -224,6 +225,10 @@ public final class TemplateStore {
             privateFile(metaFile);
             Path dir = root.resolve(key.id());
             Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
+            List<String> pruned = pruneSuperseded(key);
+            if (!pruned.isEmpty()) {
+                progress.accept("removed " + pruned.size() + " template(s) of an earlier guest image: " + pruned);
+            }
             progress.accept("template " + key.id() + " saved (" + mode.id() + ", state " + meta.state().bytes() / 1024
                     + " KiB, boot " + built.bootMillis() + " ms, save " + built.saveMillis() + " ms) in " + dir);
             return new Template(dir, meta);
@@ -414,6 +419,43 @@ public final class TemplateStore {
             }
         }
         return removed;
+    }
+
+    /**
+     * Deletes the templates for the same QEMU binary made from another guest image than
+     * {@code key}'s: once an image is rebuilt they can never be restored again (the key holds
+     * the image's hashes), and each holds hundreds of MB. Templates of other QEMUs, or without
+     * image inputs, are left alone.
+     */
+    List<String> pruneSuperseded(TemplateKey key) throws IOException {
+        Map<String, String> image = imageInputs(key.inputs());
+        String qemu = key.inputs().get("qemu.binary");
+        List<String> removed = new ArrayList<>();
+        if (image.isEmpty() || qemu == null) {
+            return removed;
+        }
+        for (Listed l : list()) {
+            if (l.meta().isEmpty() || l.id().equals(key.id())) {
+                continue;
+            }
+            Map<String, String> in = l.meta().get().inputs();
+            Map<String, String> theirs = imageInputs(in);
+            if (qemu.equals(in.get("qemu.binary")) && !theirs.isEmpty() && !theirs.equals(image)) {
+                deleteQuietly(l.dir());
+                removed.add(l.id());
+            }
+        }
+        return removed;
+    }
+
+    private static Map<String, String> imageInputs(Map<String, String> inputs) {
+        Map<String, String> out = new java.util.TreeMap<>();
+        inputs.forEach((k, v) -> {
+            if (k.startsWith("image.")) {
+                out.put(k, v);
+            }
+        });
+        return out;
     }
 
     /** Under the key's lock nobody else builds it: what is left of its builds is from a dead process. */

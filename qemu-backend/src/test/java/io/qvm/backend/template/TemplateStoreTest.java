@@ -499,4 +499,32 @@ class TemplateStoreTest {
             ch.write(b, at);
         }
     }
+
+    private static TemplateKey imageKey(String qemu, String kernelSha, String variant) {
+        TreeMap<String, String> in = new TreeMap<>();
+        in.put("format", TemplateKey.FORMAT);
+        in.put("mode", "shared-ram");
+        in.put("argv", qemu + "\n-m\n1024M\n-append\n" + variant);
+        in.put("qemu.binary", qemu);
+        in.put("image.vmlinuz", kernelSha.repeat(32));
+        return new TemplateKey(in);
+    }
+
+    @Test
+    void buildingFromANewImageRemovesTheTemplatesOfTheOldImageForThatQemuOnly() throws Exception {
+        TemplateKey oldX86 = imageKey("/usr/bin/qemu-system-x86_64", "aa", "1");
+        TemplateKey oldX86Other = imageKey("/usr/bin/qemu-system-x86_64", "aa", "2");
+        TemplateKey arm = imageKey("/usr/bin/qemu-system-aarch64", "cc", "1");
+        for (TemplateKey k : List.of(oldX86, oldX86Other, arm)) {
+            store.obtain(k, TemplateMode.SHARED_RAM, builder, progress::add);
+        }
+        TemplateKey newX86 = imageKey("/usr/bin/qemu-system-x86_64", "bb", "1");
+        store.obtain(newX86, TemplateMode.SHARED_RAM, builder, progress::add);
+
+        assertFalse(Files.exists(dirOf(oldX86)), "the old image's templates are gone");
+        assertFalse(Files.exists(dirOf(oldX86Other)));
+        assertTrue(Files.exists(dirOf(arm)), "another QEMU's template stays");
+        assertTrue(Files.exists(dirOf(newX86)));
+        assertTrue(progress.stream().anyMatch(p -> p.contains("earlier guest image")), progress.toString());
+    }
 }
