@@ -76,8 +76,8 @@ class QemuCommandE2ETest {
                     + console.lines().filter(l -> l.contains("qvm-e2e")).findFirst().orElse("(no marker)"));
             assertEquals(0, p.exitValue(), "QEMU exit status; its output:\n" + out + "\nconsole:\n" + console);
             assertTrue(console.contains("qvm-e2e: init ran"), console);
-            assertTrue(console.contains("qvm.transport=serial qvm.port=qvm.worker qvm.xmx_mib=576 qvm.cpus=2 "
-                    + "qvm.tmp_mib=64 qvm.platform=systrap"), console);
+            assertTrue(console.contains("qvm.transport=serial qvm.port=qvm.worker qvm.control_port=qvm.control "
+                    + "qvm.xmx_mib=576 qvm.cpus=2 qvm.tmp_mib=64 qvm.platform=systrap"), console);
             assertTrue(!out.contains("warning") && !out.contains("error"), "QEMU complained:\n" + out);
         } finally {
             p.destroyForcibly();
