@@ -30,7 +30,6 @@ import io.qvm.backend.template.TemplateException;
 import io.qvm.backend.template.TemplateKey;
 import io.qvm.backend.template.TemplateMode;
 import io.qvm.backend.template.TemplateStore;
-import io.qvm.backend.probe.HostOs;
 import io.qvm.backend.sandbox.QemuSandbox;
 import io.qvm.transport.Hello;
 import io.qvm.transport.Limits;
@@ -317,13 +316,13 @@ public final class QemuVmBackend implements SandboxBackend {
 
     /** Why templates cannot work for {@code plan} on this host, if they cannot. */
     private static Optional<String> unsupported(Plan plan) {
+        if (plan.input().config().transport() == TransportPreference.VSOCK) {
+            return Optional.of("vsock was requested, and clones talk over virtio-serial");
+        }
         if (!plan.profile().vmgenid()) {
             return Optional.of("machine " + plan.profile().machine().split(",")[0] + " of a "
                     + plan.image().arch().qemuName() + " guest has no vmgenid device, so clones would share the "
                     + "guest's randomness");
-        }
-        if (plan.mode() == TemplateMode.SHARED_RAM && plan.input().hostOs() == HostOs.WINDOWS) {
-            return Optional.empty(); // handled by the mode loop: a shared RAM file fails, full state follows
         }
         return Optional.empty();
     }
