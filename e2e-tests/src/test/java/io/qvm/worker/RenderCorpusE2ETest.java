@@ -57,7 +57,10 @@ class RenderCorpusE2ETest {
         trap = new TrapServer();
         backend = QemuVmBackend.builder().imageDir(GuestImage.defaultRoot()).stateDirectory(state)
                 .progress(RenderCorpusE2ETest::log).build();
-        pool = SandboxPool.of(backend, config().build(), 1);
+        // One sandbox reused for the whole corpus: the point is that the same worker survives
+        // every hostile document (a per-request pool would hide a worker that did not).
+        pool = SandboxPool.builder(backend, config().build()).maxSandboxes(1).minIdle(0)
+                .recycle(SandboxPool.Recycle.afterRequests(1000)).build();
         pool.warmUp();
         log("boot report: " + pool.withSandbox(Sandbox::bootReport));
     }
@@ -222,7 +225,8 @@ class RenderCorpusE2ETest {
         // A 30 s request deadline: far above an ordinary render (under a second once warm, a few
         // seconds on a loaded machine), far below three million fills at 300 dpi under TCG and
         // gVisor. The worker answers TIMEOUT itself, or the host stops the sandbox.
-        try (SandboxPool pool = SandboxPool.of(backend, config().requestTimeout(Duration.ofSeconds(30)).build(), 1)) {
+        try (SandboxPool pool = SandboxPool.builder(backend, config().requestTimeout(Duration.ofSeconds(30)).build())
+                .maxSandboxes(1).minIdle(0).recycle(SandboxPool.Recycle.afterRequests(1000)).build()) {
             String first = pool.withSandbox(Sandbox::id);
             boolean hostStopped = false;
             try {
