@@ -254,12 +254,8 @@ public final class QemuVmBackend implements SandboxBackend {
      */
     private Optional<Sandbox> startFromTemplate(SandboxConfig config, long deadline, List<String> earlier) {
         for (TemplateMode mode : TemplateMode.values()) {
-            Plan plan;
-            try {
-                plan = plan(config, mode);
-            } catch (SandboxException e) {
-                throw e; // no QEMU, no image, no accelerator: a cold boot would fail the same way
-            }
+            // no QEMU, no image, no accelerator: thrown as they are (a cold boot would fail the same way)
+            Plan plan = plan(config, mode);
             String off = templatesOff.get(plan.key().id());
             Optional<String> unsupported = unsupported(plan);
             if (unsupported.isPresent()) {
@@ -736,8 +732,7 @@ public final class QemuVmBackend implements SandboxBackend {
         SandboxException fail(Exception e, boolean stalled) {
             SandboxException failure = bootFailure(id, e, qemu, qmp, transport, console, state, sockets, extras,
                     config, stalled);
-            return failure instanceof BootFailedException b && !(failure instanceof TemplateException)
-                    ? b.guestStalled(stalled) : failure;
+            return failure instanceof BootFailedException b ? b.guestStalled(stalled) : failure;
         }
     }
 
