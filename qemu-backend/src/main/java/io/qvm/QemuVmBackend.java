@@ -420,11 +420,7 @@ public final class QemuVmBackend implements SandboxBackend {
      * worker's clock and randomness.
      */
     private Sandbox restore(Plan plan, Template template, long deadline, List<String> earlier) {
-        // the cheap checks, on every use (adr/0006); a refused template is deleted and rebuilt next time
-        TemplateStore.Lookup check = templates.find(plan.key());
-        if (check.template().isEmpty()) {
-            throw new TemplateException(check.why());
-        }
+        // template was verified by templates.obtain() for this very start (adr/0006: every use)
         Launch p = launch(plan.input().config(), new VmRole.Clone(template.ramFile()), deadline);
         long startNanos = p.startNanos;
         try {

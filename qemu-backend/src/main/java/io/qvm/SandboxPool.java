@@ -469,12 +469,15 @@ public final class SandboxPool implements AutoCloseable {
     private void resolveAuto(Sandbox s) {
         if (recycle instanceof Auto) {
             Recycle chosen = s.bootReport().restored() ? Recycle.perRequest() : Recycle.afterRequests(AUTO_REUSE);
-            synchronized (this) {
+            lock.lock(); // the pool's one lock, which release() reads the policy under
+            try {
                 if (recycle instanceof Auto) {
                     recycle = chosen;
                     LOG.log(System.Logger.Level.INFO, "pool recycle policy: " + chosen + " (sandboxes "
                             + (s.bootReport().restored() ? "are restored from a template" : "cold-boot") + ")");
                 }
+            } finally {
+                lock.unlock();
             }
         }
     }

@@ -85,8 +85,9 @@ public final class Bench {
     private final ObjectNode out = JsonNodeFactory.instance.objectNode();
     private final SandboxConfig config = SandboxConfig.builder().bootTimeout(Duration.ofMinutes(6))
             .requestTimeout(Duration.ofMinutes(2)).build();
-    static final byte[] SVG = resource("fixed.svg");
-    static final byte[] PDF = resource("fixed.pdf");
+    /** The fixed inputs: the pool's canned documents (samples/hello.svg and hello.pdf). */
+    static final byte[] SVG = resource("/io/qvm/warmup/hello.svg");
+    static final byte[] PDF = resource("/io/qvm/warmup/hello.pdf");
 
     private Bench(Options o) {
         this.o = o;
@@ -188,7 +189,7 @@ public final class Bench {
         cfg.put("memoryMib", config.memoryMib());
     }
 
-    private void noop(Sandbox warm) {
+    private void noop(Sandbox warm) throws IOException {
         for (int i = 0; i < 20; i++) {
             warm.echo(new byte[0]);
         }
@@ -374,11 +375,17 @@ public final class Bench {
         }
     }
 
-    static List<Long> time(int n, Runnable r) {
+    /** One timed step; may fail with an I/O error (the host-side workers). */
+    interface Step {
+        void run() throws IOException;
+    }
+
+    /** {@code n} timings of {@code step}, nanoseconds. */
+    static List<Long> time(int n, Step step) throws IOException {
         List<Long> samples = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             long a = System.nanoTime();
-            r.run();
+            step.run();
             samples.add(System.nanoTime() - a);
         }
         return samples;
@@ -443,7 +450,7 @@ public final class Bench {
     static byte[] resource(String name) {
         try (InputStream in = Bench.class.getResourceAsStream(name)) {
             if (in == null) {
-                throw new IllegalStateException("missing resource io/qvm/bench/" + name);
+                throw new IllegalStateException("missing resource " + name);
             }
             return in.readAllBytes();
         } catch (IOException e) {

@@ -117,7 +117,7 @@ final class HostWorkers {
             for (int i = 0; i < 3; i++) {
                 s.render(r);
             }
-            List<Long> samples = timed(n, () -> s.render(r));
+            List<Long> samples = Bench.time(n, () -> s.render(r));
             s.goodbye();
             t.join(10_000);
             return samples;
@@ -129,7 +129,7 @@ final class HostWorkers {
     /** (b) A fresh JVM per request: start, HELLO, one RENDER, GOODBYE, exit — all timed. */
     static List<Long> subprocessPerRequest(Path jar, RenderRequest r, int n) throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        return timed(n, () -> {
+        return Bench.time(n, () -> {
             Process p = new ProcessBuilder(java, "-Xmx576m", "-XX:ActiveProcessorCount=2", "-Djava.awt.headless=true",
                     "-cp", jar.toString(), "io.qvm.worker.Main").redirectError(ProcessBuilder.Redirect.DISCARD).start();
             try {
@@ -183,7 +183,7 @@ final class HostWorkers {
                 for (int i = 0; i < 3; i++) {
                     s.render(r);
                 }
-                List<Long> samples = timed(n, () -> s.render(r));
+                List<Long> samples = Bench.time(n, () -> s.render(r));
                 s.goodbye();
                 p.waitFor(30, TimeUnit.SECONDS);
                 return samples;
@@ -194,20 +194,6 @@ final class HostWorkers {
         } finally {
             Bench.deleteTree(root);
         }
-    }
-
-    interface Step {
-        void run() throws IOException;
-    }
-
-    private static List<Long> timed(int n, Step step) throws IOException {
-        List<Long> samples = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            long a = System.nanoTime();
-            step.run();
-            samples.add(System.nanoTime() - a);
-        }
-        return samples;
     }
 
     /** Extracts a gzip'd cpio "newc" archive (files, directories, symlinks) under {@code dir}. */
