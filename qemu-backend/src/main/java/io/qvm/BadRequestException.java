@@ -1,6 +1,6 @@
 package io.qvm;
 
-import io.qvm.transport.ErrorCode;
+import io.qvm.protocol.ErrorCode;
 
 /** {@code BAD_REQUEST}: The worker did not understand the request itself (not the document): a host/worker version mismatch or a bug. */
 public class BadRequestException extends RenderFailedException {

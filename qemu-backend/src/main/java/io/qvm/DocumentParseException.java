@@ -1,6 +1,6 @@
 package io.qvm;
 
-import io.qvm.transport.ErrorCode;
+import io.qvm.protocol.ErrorCode;
 
 /** {@code PARSE_ERROR}: The document could not be parsed (malformed, truncated, or using a refused construct such as a DTD). */
 public class DocumentParseException extends RenderFailedException {

@@ -1,6 +1,6 @@
 package io.qvm;
 
-import io.qvm.transport.ErrorCode;
+import io.qvm.protocol.ErrorCode;
 
 /** {@code TOO_LARGE}: The document, or the image it would give, is above a byte limit of the SandboxConfig. */
 public class DocumentTooLargeException extends RenderFailedException {

@@ -1,6 +1,6 @@
 package io.qvm;
 
-import io.qvm.transport.ErrorCode;
+import io.qvm.protocol.ErrorCode;
 
 /** {@code LIMIT_EXCEEDED}: The document asks for more than a renderer limit allows (pixels, side, pages, nesting). */
 public class LimitExceededException extends RenderFailedException {

@@ -1,6 +1,6 @@
 package io.qvm;
 
-import io.qvm.transport.ErrorCode;
+import io.qvm.protocol.ErrorCode;
 
 /**
  * The worker refused or failed a render and said why with a typed {@link ErrorCode}. The sandbox

@@ -1,6 +1,6 @@
 package io.qvm;
 
-import io.qvm.transport.ErrorCode;
+import io.qvm.protocol.ErrorCode;
 
 /**
  * {@code TIMEOUT} from the worker itself: it stopped a render that was about to overrun the request

@@ -1,8 +1,8 @@
 package io.qvm;
 
-import io.qvm.transport.RenderRequest;
-import io.qvm.transport.RenderResult;
-import io.qvm.transport.WorkerStatus;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
+import io.qvm.protocol.WorkerStatus;
 import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 

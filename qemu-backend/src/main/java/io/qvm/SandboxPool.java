@@ -1,7 +1,7 @@
 package io.qvm;
 
-import io.qvm.transport.RenderRequest;
-import io.qvm.transport.RenderResult;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;

@@ -1,6 +1,6 @@
 package io.qvm;
 
-import io.qvm.transport.ErrorCode;
+import io.qvm.protocol.ErrorCode;
 
 /** {@code UNSUPPORTED}: The document uses something the worker refuses: scripts, external resources, an unknown format. */
 public class UnsupportedDocumentException extends RenderFailedException {

@@ -1,6 +1,6 @@
 package io.qvm;
 
-import io.qvm.transport.ErrorCode;
+import io.qvm.protocol.ErrorCode;
 
 /** {@code INTERNAL}: the worker failed for a reason of its own (the message says which, without input). */
 public class WorkerInternalException extends RenderFailedException {

@@ -1,15 +1,16 @@
 package io.qvm;
 
+import io.qvm.protocol.Messages;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.Hello;
-import io.qvm.transport.Limits;
-import io.qvm.transport.RenderRequest;
-import io.qvm.transport.RenderResult;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.Hello;
+import io.qvm.protocol.Limits;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.WorkerErrorException;
-import io.qvm.transport.WorkerStatus;
+import io.qvm.protocol.WorkerStatus;
 import io.qvm.transport.netty.SerialTransport;
 import io.qvm.transport.testing.FakeWorker;
 import io.qvm.transport.testing.FakeWorker.Effect;
@@ -266,12 +267,12 @@ final class FakeSandboxBackend implements SandboxBackend {
 
         @Override
         public RenderResult render(RenderRequest request) {
-            return RenderResult.fromFrame(call(request.toFrame(0), "render"));
+            return Messages.renderResult(call(Messages.toFrame(request, 0), "render"));
         }
 
         @Override
         public WorkerStatus status() {
-            return WorkerStatus.fromFrame(call(Frame.of(FrameKind.STATUS, 0, (ObjectNode) null), "status"));
+            return Messages.workerStatus(call(Frame.of(FrameKind.STATUS, 0, (ObjectNode) null), "status"));
         }
 
         /** As QemuSandbox.call: the request deadline, typed failures, a dead sandbox closed. */

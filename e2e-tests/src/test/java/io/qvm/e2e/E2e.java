@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.qvm.QemuVmBackend;
 import io.qvm.SandboxConfig;
 import io.qvm.backend.image.GuestImage;
-import io.qvm.backend.probe.Arch;
+import io.qvm.protocol.image.Arch;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

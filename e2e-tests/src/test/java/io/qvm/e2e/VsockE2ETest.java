@@ -9,7 +9,7 @@ import io.qvm.Sandbox;
 import io.qvm.TransportPreference;
 import io.qvm.TransportUnavailableException;
 import io.qvm.backend.image.GuestImage;
-import io.qvm.backend.probe.Arch;
+import io.qvm.protocol.image.Arch;
 import io.qvm.transport.vsock.VsockSupport;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Tag;

@@ -1,5 +1,6 @@
 package io.qvm.image;
 
+import io.qvm.protocol.image.Arch;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;

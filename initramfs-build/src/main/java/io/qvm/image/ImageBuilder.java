@@ -1,5 +1,6 @@
 package io.qvm.image;
 
+import io.qvm.protocol.image.Arch;
 import com.fasterxml.jackson.core.util.DefaultIndenter;
 import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
 import com.fasterxml.jackson.databind.ObjectMapper;

@@ -1,5 +1,6 @@
 package io.qvm.image;
 
+import io.qvm.protocol.image.Arch;
 import io.qvm.image.PackageLock.Role;
 import java.util.List;
 import java.util.Set;

@@ -1,5 +1,6 @@
 package io.qvm.image;
 
+import io.qvm.protocol.image.Arch;
 import io.qvm.image.PackageLock.Entry;
 import io.qvm.image.PackageLock.Role;
 import java.nio.file.Path;

@@ -1,5 +1,6 @@
 package io.qvm.image;
 
+import io.qvm.protocol.image.Arch;
 import io.qvm.image.PackageLock.Entry;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,6 +1,6 @@
 package io.qvm.worker;
 
-import io.qvm.transport.ErrorCode;
+import io.qvm.protocol.ErrorCode;
 
 /**
  * The watchdog's stop signal for one render, checked by the renderers at safe points (between

@@ -1,11 +1,12 @@
 package io.qvm.worker;
 
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.ErrorReply;
-import io.qvm.transport.Frame;
-import io.qvm.transport.Limits;
-import io.qvm.transport.RenderRequest;
-import io.qvm.transport.RenderResult;
+import io.qvm.protocol.Messages;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.ErrorReply;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.Limits;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.List;
@@ -88,22 +89,22 @@ public final class DocumentRenderHandler implements RenderHandler {
         long t0 = System.nanoTime();
         RenderRequest r;
         try {
-            r = RenderRequest.fromFrame(request);
+            r = Messages.renderRequest(request);
         } catch (IllegalArgumentException e) {
             log.info("request " + request.requestId() + " BAD_REQUEST: " + e.getMessage());
-            return new ErrorReply(request.requestId(), ErrorCode.BAD_REQUEST, e.getMessage()).toFrame();
+            return Messages.toFrame(new ErrorReply(request.requestId(), ErrorCode.BAD_REQUEST, e.getMessage()));
         }
         try {
             Rendered out = render(r, new LimitChecker(limits));
             long ms = (System.nanoTime() - t0) / 1_000_000;
             log.info("request " + request.requestId() + " " + r.type().wireName() + " " + r.document().length
                     + " B -> " + out.width() + "x" + out.height() + " png " + out.png().length + " B in " + ms + " ms");
-            return new RenderResult(out.png(), out.width(), out.height(), ms).toFrame(request.requestId());
+            return Messages.toFrame(new RenderResult(out.png(), out.width(), out.height(), ms), request.requestId());
         } catch (RenderException e) {
             long ms = (System.nanoTime() - t0) / 1_000_000;
             log.info("request " + request.requestId() + " " + r.type().wireName() + " " + r.document().length
                     + " B -> " + e.code() + " in " + ms + " ms: " + e.getMessage());
-            return new ErrorReply(request.requestId(), e.code(), e.getMessage()).toFrame();
+            return Messages.toFrame(new ErrorReply(request.requestId(), e.code(), e.getMessage()));
         }
     }
 

@@ -1,7 +1,7 @@
 package io.qvm.worker;
 
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.Limits;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.Limits;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;

@@ -1,6 +1,6 @@
 package io.qvm.worker;
 
-import io.qvm.transport.RenderRequest;
+import io.qvm.protocol.RenderRequest;
 
 /**
  * The pixel size of an output image and where the document goes in it, computed from the

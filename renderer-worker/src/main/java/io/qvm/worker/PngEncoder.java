@@ -1,6 +1,6 @@
 package io.qvm.worker;
 
-import io.qvm.transport.ErrorCode;
+import io.qvm.protocol.ErrorCode;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.util.Iterator;

@@ -1,7 +1,7 @@
 package io.qvm.worker;
 
-import io.qvm.transport.Frame;
-import io.qvm.transport.Limits;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.Limits;
 import java.util.List;
 
 /**

@@ -1,6 +1,6 @@
 package io.qvm.worker;
 
-import io.qvm.transport.ErrorCode;
+import io.qvm.protocol.ErrorCode;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.batik.util.HaltingThread;

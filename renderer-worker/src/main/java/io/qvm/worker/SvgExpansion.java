@@ -1,6 +1,6 @@
 package io.qvm.worker;
 
-import io.qvm.transport.ErrorCode;
+import io.qvm.protocol.ErrorCode;
 import java.util.HashMap;
 import java.util.Map;
 import org.w3c.dom.Document;

@@ -1,7 +1,7 @@
 package io.qvm.worker;
 
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.RenderRequest;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.RenderRequest;
 import java.awt.AlphaComposite;
 import java.awt.Color;
 import java.awt.Graphics2D;

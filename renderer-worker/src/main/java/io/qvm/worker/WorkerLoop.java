@@ -1,20 +1,21 @@
 package io.qvm.worker;
 
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.ErrorReply;
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameCodec;
-import io.qvm.transport.FrameCorruptException;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.FrameLimits;
-import io.qvm.transport.FrameReader;
-import io.qvm.transport.FrameTooLargeException;
-import io.qvm.transport.FrameTruncatedException;
-import io.qvm.transport.FrameWriter;
-import io.qvm.transport.Hello;
-import io.qvm.transport.Limits;
-import io.qvm.transport.Ready;
-import io.qvm.transport.WorkerStatus;
+import io.qvm.protocol.Messages;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.ErrorReply;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameCodec;
+import io.qvm.protocol.FrameCorruptException;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.FrameLimits;
+import io.qvm.protocol.FrameReader;
+import io.qvm.protocol.FrameTooLargeException;
+import io.qvm.protocol.FrameTruncatedException;
+import io.qvm.protocol.FrameWriter;
+import io.qvm.protocol.Hello;
+import io.qvm.protocol.Limits;
+import io.qvm.protocol.Ready;
+import io.qvm.protocol.WorkerStatus;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -150,7 +151,7 @@ public final class WorkerLoop {
         Hello hello;
         Session s;
         try {
-            hello = Hello.fromFrame(helloFrame);
+            hello = Messages.hello(helloFrame);
             if (hello.protocol() != FrameCodec.VERSION) {
                 refuseHello(helloFrame, "protocol " + hello.protocol() + " is not supported; this worker speaks "
                         + FrameCodec.VERSION);
@@ -168,7 +169,7 @@ public final class WorkerLoop {
         entropy.drain(log);
         sessions++;
         writer = new FrameWriter(out, s.responseLimits());
-        writer.write(new Ready(hello.nonce(), version, caps).toFrame());
+        writer.write(Messages.toFrame(new Ready(hello.nonce(), version, caps)));
         // The reader holds no bytes between frames, so a new one can take over the same stream.
         reader = new FrameReader(in, s.requestLimits());
         Limits l = s.limits();
@@ -180,7 +181,7 @@ public final class WorkerLoop {
 
     private void refuseHello(Frame helloFrame, String why) throws IOException {
         log.info("refused HELLO: " + why);
-        writer.write(new ErrorReply(helloFrame.requestId(), ErrorCode.BAD_REQUEST, why).toFrame());
+        writer.write(Messages.toFrame(new ErrorReply(helloFrame.requestId(), ErrorCode.BAD_REQUEST, why)));
     }
 
     private int serve(Session session) throws IOException {
@@ -247,7 +248,7 @@ public final class WorkerLoop {
         } catch (IOException e) {
             return error(id, ErrorCode.INTERNAL, "cannot read /dev/urandom (" + e.getClass().getSimpleName() + ")");
         }
-        return WorkerStatus.of(System.currentTimeMillis(), random, requestsServed, sessions).toFrame(id);
+        return Messages.toFrame(WorkerStatus.of(System.currentTimeMillis(), random, requestsServed, sessions), id);
     }
 
     /**
@@ -282,6 +283,6 @@ public final class WorkerLoop {
     }
 
     private static Frame error(long id, ErrorCode code, String message) {
-        return new ErrorReply(id, code, message).toFrame();
+        return Messages.toFrame(new ErrorReply(id, code, message));
     }
 }

@@ -1,12 +1,13 @@
 package io.qvm.worker;
 
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameLimits;
-import io.qvm.transport.FrameReader;
-import io.qvm.transport.FrameWriter;
-import io.qvm.transport.Hello;
-import io.qvm.transport.Limits;
-import io.qvm.transport.Ready;
+import io.qvm.protocol.Messages;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameLimits;
+import io.qvm.protocol.FrameReader;
+import io.qvm.protocol.FrameWriter;
+import io.qvm.protocol.Hello;
+import io.qvm.protocol.Limits;
+import io.qvm.protocol.Ready;
 import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
@@ -92,9 +93,9 @@ final class ChildWorker implements AutoCloseable {
     /** Sends HELLO with {@code limits} and returns the READY (frames before it are an error). */
     Ready handshake(Limits limits) throws IOException {
         Hello hello = Hello.fresh(limits);
-        send(hello.toFrame());
+        send(Messages.toFrame(hello));
         Frame f = receive();
-        Ready ready = Ready.fromFrame(f);
+        Ready ready = Messages.ready(f);
         if (!ready.nonce().equals(hello.nonce())) {
             throw new IllegalStateException("READY carries another nonce");
         }

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.RenderRequest;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.RenderRequest;
 import java.awt.image.BufferedImage;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;

@@ -1,20 +1,21 @@
 package io.qvm.worker;
 
+import io.qvm.protocol.Messages;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.ErrorReply;
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameCodec;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.FrameLimits;
-import io.qvm.transport.Limits;
-import io.qvm.transport.Ready;
-import io.qvm.transport.WorkerStatus;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.ErrorReply;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameCodec;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.FrameLimits;
+import io.qvm.protocol.Limits;
+import io.qvm.protocol.Ready;
+import io.qvm.protocol.WorkerStatus;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Random;
@@ -43,7 +44,7 @@ class MainProtocolTest {
 
             byte[] tooBig = new byte[ChildWorker.LIMITS.maxRequestBytes() + 1];
             w.send(Frame.of(FrameKind.ECHO, 8, tooBig));
-            ErrorReply err = ErrorReply.fromFrame(w.receive());
+            ErrorReply err = Messages.errorReply(w.receive());
             assertEquals(8, err.requestId());
             assertEquals(ErrorCode.TOO_LARGE, err.code());
 
@@ -71,8 +72,8 @@ class MainProtocolTest {
             Frame first = w.receive();
             assertEquals(2, first.requestId());
             w.send(Frame.of(FrameKind.STATUS, 3, (byte[]) null));
-            WorkerStatus a = WorkerStatus.fromFrame(first);
-            WorkerStatus b = WorkerStatus.fromFrame(w.receive());
+            WorkerStatus a = Messages.workerStatus(first);
+            WorkerStatus b = Messages.workerStatus(w.receive());
             assertEquals(1, a.requestsServed());
             assertEquals(2, b.requestsServed());
             assertEquals(1, b.sessions());
@@ -110,7 +111,7 @@ class MainProtocolTest {
             Limits small = new Limits(1 << 20, 1000, 4_000_000, 4000, 20, 20_000);
             w.handshake(small);
             w.send(Frame.of(FrameKind.ECHO, 5, new byte[2000]));
-            ErrorReply err = ErrorReply.fromFrame(w.receive());
+            ErrorReply err = Messages.errorReply(w.receive());
             assertEquals(5, err.requestId());
             assertEquals(ErrorCode.TOO_LARGE, err.code());
             w.send(Frame.of(FrameKind.ECHO, 6, new byte[500]));
@@ -123,7 +124,7 @@ class MainProtocolTest {
         try (ChildWorker w = ChildWorker.start()) {
             w.handshake(ChildWorker.LIMITS);
             w.send(Frame.of(FrameKind.ECHO_REPLY, 12, (byte[]) null));
-            ErrorReply err = ErrorReply.fromFrame(w.receive());
+            ErrorReply err = Messages.errorReply(w.receive());
             assertEquals(12, err.requestId());
             assertEquals(ErrorCode.BAD_REQUEST, err.code());
             w.closeStdin();

@@ -1,16 +1,17 @@
 package io.qvm.worker;
 
+import io.qvm.protocol.Messages;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.ErrorReply;
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.Ready;
-import io.qvm.transport.RenderRequest;
-import io.qvm.transport.RenderResult;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.ErrorReply;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.Ready;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -24,29 +25,29 @@ class MainRenderProtocolTest {
             Ready ready = w.handshake(ChildWorker.LIMITS);
             assertTrue(ready.capabilities().containsAll(java.util.List.of("echo", "render-svg", "render-pdf")));
 
-            w.send(RenderRequest.svg(Corpus.bytes("ok/text.svg")).toFrame(1));
-            RenderResult svg = RenderResult.fromFrame(w.receive());
+            w.send(Messages.toFrame(RenderRequest.svg(Corpus.bytes("ok/text.svg")), 1));
+            RenderResult svg = Messages.renderResult(w.receive());
             assertEquals(300, svg.width());
             assertTrue(Pixels.differing(Pixels.decode(svg.png()), 10, 20, 290, 80, 0xFFFFFFFF) > 500);
 
-            w.send(RenderRequest.svg(Corpus.withBase("hostile/image-http.svg", trap.base())).toFrame(2));
-            assertEquals(ErrorCode.UNSUPPORTED, ErrorReply.fromFrame(w.receive()).code());
-            w.send(RenderRequest.svg(Corpus.bytes("hostile/billion-laughs.svg")).toFrame(3));
-            assertEquals(ErrorCode.UNSUPPORTED, ErrorReply.fromFrame(w.receive()).code());
-            w.send(RenderRequest.pdf(new byte[] {'%', 'P', 'D', 'F'}).toFrame(4));
-            assertEquals(ErrorCode.PARSE_ERROR, ErrorReply.fromFrame(w.receive()).code());
+            w.send(Messages.toFrame(RenderRequest.svg(Corpus.withBase("hostile/image-http.svg", trap.base())), 2));
+            assertEquals(ErrorCode.UNSUPPORTED, Messages.errorReply(w.receive()).code());
+            w.send(Messages.toFrame(RenderRequest.svg(Corpus.bytes("hostile/billion-laughs.svg")), 3));
+            assertEquals(ErrorCode.UNSUPPORTED, Messages.errorReply(w.receive()).code());
+            w.send(Messages.toFrame(RenderRequest.pdf(new byte[] {'%', 'P', 'D', 'F'}), 4));
+            assertEquals(ErrorCode.PARSE_ERROR, Messages.errorReply(w.receive()).code());
 
             Frame badHeader = new Frame(FrameKind.RENDER, 5,
                     JsonNodeFactory.instance.objectNode().put("type", "gif"), new byte[] {1});
             w.send(badHeader);
-            ErrorReply bad = ErrorReply.fromFrame(w.receive());
+            ErrorReply bad = Messages.errorReply(w.receive());
             assertEquals(5, bad.requestId());
             assertEquals(ErrorCode.BAD_REQUEST, bad.code());
 
-            w.send(RenderRequest.pdf(Pdfs.squareAndText()).withDpi(72).toFrame(6));
+            w.send(Messages.toFrame(RenderRequest.pdf(Pdfs.squareAndText()).withDpi(72), 6));
             Frame f = w.receive();
             assertEquals(6, f.requestId());
-            RenderResult pdf = RenderResult.fromFrame(f);
+            RenderResult pdf = Messages.renderResult(f);
             assertEquals(200, pdf.width());
             assertTrue(Pixels.near(Pixels.decode(pdf.png()), 50, 50, 0xFFFF0000));
 
@@ -61,9 +62,9 @@ class MainRenderProtocolTest {
     @Test
     void outOfMemoryHaltsWithStatus3AndNoAnswer() throws Exception {
         try (ChildWorker w = ChildWorker.start("-Xmx48m")) {
-            w.handshake(new io.qvm.transport.Limits(4 << 20, 64 << 20, 64_000_000, 8000, 20, 60_000));
+            w.handshake(new io.qvm.protocol.Limits(4 << 20, 64 << 20, 64_000_000, 8000, 20, 60_000));
             // An 8000 x 8000 ARGB raster is 256 MB: within the limits given, beyond this heap.
-            w.send(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")).withSize(8000, 8000).toFrame(1));
+            w.send(Messages.toFrame(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")).withSize(8000, 8000), 1));
             assertEquals(FatalErrors.OUT_OF_MEMORY_STATUS, w.waitFor(60), w.stderr());
             assertTrue(w.stderr().contains("worker: fatal out of memory"), w.stderr());
             assertEquals(null, w.receiveOrEnd(), "no answer after an OutOfMemoryError");

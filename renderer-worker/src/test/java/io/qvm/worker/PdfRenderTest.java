@@ -3,9 +3,9 @@ package io.qvm.worker;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.Limits;
-import io.qvm.transport.RenderRequest;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.Limits;
+import io.qvm.protocol.RenderRequest;
 import java.awt.image.BufferedImage;
 import org.apache.pdfbox.pdmodel.common.PDRectangle;
 import org.junit.jupiter.api.Test;

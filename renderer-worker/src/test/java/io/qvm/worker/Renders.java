@@ -1,12 +1,13 @@
 package io.qvm.worker;
 
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.ErrorReply;
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.Limits;
-import io.qvm.transport.RenderRequest;
-import io.qvm.transport.RenderResult;
+import io.qvm.protocol.Messages;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.ErrorReply;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.Limits;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
 import java.awt.image.BufferedImage;
 import java.io.PrintStream;
 import java.io.OutputStream;
@@ -55,7 +56,7 @@ final class Renders {
     }
 
     Outcome render(RenderRequest r, Limits limits) {
-        return handle(r.toFrame(ids.incrementAndGet()), limits);
+        return handle(Messages.toFrame(r, ids.incrementAndGet()), limits);
     }
 
     Outcome handle(Frame request, Limits limits) {
@@ -64,9 +65,9 @@ final class Renders {
             throw new AssertionError("answer carries id " + f.requestId() + ", request had " + request.requestId());
         }
         if (f.kind() == FrameKind.RENDER_RESULT) {
-            return new Outcome(RenderResult.fromFrame(f), null);
+            return new Outcome(Messages.renderResult(f), null);
         }
-        return new Outcome(null, ErrorReply.fromFrame(f));
+        return new Outcome(null, Messages.errorReply(f));
     }
 
     /** A tiny known-good SVG: proves the handler still serves. */

@@ -1,5 +1,6 @@
 package io.qvm.worker;
 
+import io.qvm.protocol.Messages;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -7,13 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.ErrorReply;
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.Ready;
-import io.qvm.transport.RenderRequest;
-import io.qvm.transport.RenderResult;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.Ready;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.condition.EnabledIf;
@@ -35,16 +35,16 @@ class ShadedJarTest {
             w.send(Frame.of(FrameKind.ECHO, 1, new byte[] {4, 5, 6}));
             assertArrayEquals(new byte[] {4, 5, 6}, w.receive().body());
             // Batik and PDFBox from the minimised jar, with merged service files and Batik's own resources.
-            w.send(RenderRequest.svg(Corpus.bytes("ok/text.svg")).toFrame(3));
-            RenderResult svg = RenderResult.fromFrame(w.receive());
+            w.send(Messages.toFrame(RenderRequest.svg(Corpus.bytes("ok/text.svg")), 3));
+            RenderResult svg = Messages.renderResult(w.receive());
             assertTrue(Pixels.differing(Pixels.decode(svg.png()), 10, 20, 290, 80, 0xFFFFFFFF) > 500);
-            w.send(RenderRequest.svg(Corpus.bytes("ok/data-image.svg")).toFrame(4));
-            assertTrue(Pixels.near(Pixels.decode(RenderResult.fromFrame(w.receive()).png()), 20, 20, 0xFFFF0000));
-            w.send(RenderRequest.pdf(Pdfs.squareAndText()).toFrame(5));
-            RenderResult pdf = RenderResult.fromFrame(w.receive());
+            w.send(Messages.toFrame(RenderRequest.svg(Corpus.bytes("ok/data-image.svg")), 4));
+            assertTrue(Pixels.near(Pixels.decode(Messages.renderResult(w.receive()).png()), 20, 20, 0xFFFF0000));
+            w.send(Messages.toFrame(RenderRequest.pdf(Pdfs.squareAndText()), 5));
+            RenderResult pdf = Messages.renderResult(w.receive());
             assertTrue(Pixels.differing(Pixels.decode(pdf.png()), 140, 40, 267, 100, 0xFFFFFFFF) > 300);
-            w.send(RenderRequest.svg(Corpus.bytes("hostile/xxe-file.svg")).toFrame(6));
-            assertEquals(ErrorCode.UNSUPPORTED, ErrorReply.fromFrame(w.receive()).code());
+            w.send(Messages.toFrame(RenderRequest.svg(Corpus.bytes("hostile/xxe-file.svg")), 6));
+            assertEquals(ErrorCode.UNSUPPORTED, Messages.errorReply(w.receive()).code());
             w.send(Frame.of(FrameKind.GOODBYE, 2, (byte[]) null));
             assertEquals(FrameKind.GOODBYE, w.receive().kind());
             assertEquals(0, w.waitFor(30), w.stderr());

@@ -3,7 +3,7 @@ package io.qvm.worker;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.transport.RenderRequest;
+import io.qvm.protocol.RenderRequest;
 import java.awt.image.BufferedImage;
 import org.junit.jupiter.api.Test;
 

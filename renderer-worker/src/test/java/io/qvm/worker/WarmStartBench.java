@@ -1,9 +1,9 @@
 package io.qvm.worker;
 
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.RenderRequest;
-import io.qvm.transport.RenderResult;
+import io.qvm.protocol.Messages;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.RenderRequest;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -35,11 +35,11 @@ public final class WarmStartBench {
             try (ChildWorker w = ChildWorker.attach(p)) {
                 w.handshake(ChildWorker.LIMITS);
                 long ready = System.nanoTime();
-                w.send(RenderRequest.svg(svg).toFrame(1));
-                RenderResult.fromFrame(w.receive());
+                w.send(Messages.toFrame(RenderRequest.svg(svg), 1));
+                Messages.renderResult(w.receive());
                 long firstSvg = System.nanoTime();
-                w.send(RenderRequest.pdf(pdf).toFrame(2));
-                RenderResult.fromFrame(w.receive());
+                w.send(Messages.toFrame(RenderRequest.pdf(pdf), 2));
+                Messages.renderResult(w.receive());
                 long firstPdf = System.nanoTime();
                 w.send(Frame.of(FrameKind.GOODBYE, 3, (byte[]) null));
                 w.receive();

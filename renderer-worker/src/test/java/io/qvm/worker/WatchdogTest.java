@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.Limits;
-import io.qvm.transport.RenderRequest;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.Limits;
+import io.qvm.protocol.RenderRequest;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

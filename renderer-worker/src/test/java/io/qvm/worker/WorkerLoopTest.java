@@ -1,21 +1,22 @@
 package io.qvm.worker;
 
+import io.qvm.protocol.Messages;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.ErrorReply;
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameCodec;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.FrameLimits;
-import io.qvm.transport.FrameReader;
-import io.qvm.transport.Hello;
-import io.qvm.transport.Limits;
-import io.qvm.transport.WorkerStatus;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.ErrorReply;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameCodec;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.FrameLimits;
+import io.qvm.protocol.FrameReader;
+import io.qvm.protocol.Hello;
+import io.qvm.protocol.Limits;
+import io.qvm.protocol.WorkerStatus;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.FilterInputStream;
@@ -65,9 +66,9 @@ class WorkerLoopTest {
                 FrameKind.READY, FrameKind.ERROR, FrameKind.STATUS_REPLY), out.stream().map(Frame::kind).toList());
         assertEquals(List.of(Hello.REQUEST_ID, 2L, 3L, 4L, Hello.REQUEST_ID, 5L, 6L),
                 out.stream().map(Frame::requestId).toList());
-        WorkerStatus first = WorkerStatus.fromFrame(out.get(1));
-        WorkerStatus second = WorkerStatus.fromFrame(out.get(3));
-        WorkerStatus third = WorkerStatus.fromFrame(out.get(6));
+        WorkerStatus first = Messages.workerStatus(out.get(1));
+        WorkerStatus second = Messages.workerStatus(out.get(3));
+        WorkerStatus third = Messages.workerStatus(out.get(6));
         assertEquals(List.of(0L, 2L, 4L), List.of(first.requestsServed(), second.requestsServed(),
                 third.requestsServed()), "ECHO, RENDER and STATUS answered before");
         assertEquals(List.of(1L, 1L, 2L), List.of(first.sessions(), second.sessions(), third.sessions()));
@@ -96,7 +97,7 @@ class WorkerLoopTest {
                 Frame.of(FrameKind.STATUS, 2, (byte[]) null));
 
         assertEquals(FrameKind.READY, out.get(0).kind());
-        ErrorReply err = ErrorReply.fromFrame(out.get(1));
+        ErrorReply err = Messages.errorReply(out.get(1));
         assertEquals(2, err.requestId());
         assertEquals(ErrorCode.INTERNAL, err.code());
         assertTrue(log().lines().noneMatch(l -> l.contains("drain")), "a missing device is skipped silently");
@@ -119,8 +120,8 @@ class WorkerLoopTest {
         assertEquals(FrameKind.ECHO_REPLY, out.get(1).kind());
         assertEquals(5000, out.get(1).body().length, "replyBytes zeros, the request body dropped");
         assertEquals(0, out.get(1).body()[4999]);
-        assertEquals(ErrorCode.TOO_LARGE, ErrorReply.fromFrame(out.get(2)).code(), "checked before allocating");
-        assertEquals(ErrorCode.BAD_REQUEST, ErrorReply.fromFrame(out.get(3)).code());
+        assertEquals(ErrorCode.TOO_LARGE, Messages.errorReply(out.get(2)).code(), "checked before allocating");
+        assertEquals(ErrorCode.BAD_REQUEST, Messages.errorReply(out.get(3)).code());
         assertArrayEquals(new byte[] {9, 8}, out.get(4).body(), "a plain ECHO still echoes");
     }
 
@@ -143,7 +144,7 @@ class WorkerLoopTest {
     }
 
     private static Frame hello() {
-        return Hello.fresh(new Limits(1 << 20, 1 << 20, 4_000_000, 4000, 20, 20_000)).toFrame();
+        return Messages.toFrame(Hello.fresh(new Limits(1 << 20, 1 << 20, 4_000_000, 4000, 20, 20_000)));
     }
 
     private String log() {
@@ -163,7 +164,7 @@ class WorkerLoopTest {
 
         @Override
         public Frame handle(Frame request, Limits limits) {
-            return new ErrorReply(request.requestId(), ErrorCode.UNSUPPORTED, "stub").toFrame();
+            return Messages.toFrame(new ErrorReply(request.requestId(), ErrorCode.UNSUPPORTED, "stub"));
         }
     }
 

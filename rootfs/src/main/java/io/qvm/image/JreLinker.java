@@ -1,5 +1,6 @@
 package io.qvm.image;
 
+import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

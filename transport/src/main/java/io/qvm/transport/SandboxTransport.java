@@ -1,5 +1,9 @@
 package io.qvm.transport;
 
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.Hello;
+import io.qvm.protocol.Ready;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;

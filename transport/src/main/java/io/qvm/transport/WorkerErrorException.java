@@ -1,5 +1,7 @@
 package io.qvm.transport;
 
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.ErrorReply;
 import java.util.Objects;
 
 /**

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.qvm.ImageException;
 import io.qvm.backend.internal.Sha256;
-import io.qvm.backend.probe.Arch;
+import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

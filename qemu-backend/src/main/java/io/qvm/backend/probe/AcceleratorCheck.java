@@ -1,5 +1,6 @@
 package io.qvm.backend.probe;
 
+import io.qvm.protocol.image.Arch;
 import io.qvm.Accelerator;
 
 /** One probe layer: a small strategy answering one question about one accelerator. */

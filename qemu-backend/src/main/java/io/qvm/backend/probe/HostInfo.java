@@ -1,5 +1,6 @@
 package io.qvm.backend.probe;
 
+import io.qvm.protocol.image.Arch;
 import io.qvm.QemuNotFoundException;
 import java.util.Map;
 import java.util.Objects;

@@ -1,5 +1,6 @@
 package io.qvm.backend.probe;
 
+import io.qvm.protocol.image.Arch;
 import io.qvm.Accelerator;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

@@ -1,5 +1,6 @@
 package io.qvm.backend.probe;
 
+import io.qvm.protocol.image.Arch;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

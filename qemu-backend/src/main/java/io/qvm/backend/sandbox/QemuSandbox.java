@@ -1,5 +1,6 @@
 package io.qvm.backend.sandbox;
 
+import io.qvm.protocol.Messages;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.BootReport;
 import io.qvm.DocumentTooLargeException;
@@ -15,14 +16,14 @@ import io.qvm.backend.process.SocketPaths;
 import io.qvm.backend.process.StopLadder;
 import io.qvm.backend.process.StopReport;
 import io.qvm.backend.qmp.QmpClient;
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.FrameTooLargeException;
-import io.qvm.transport.RenderRequest;
-import io.qvm.transport.RenderResult;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.FrameTooLargeException;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.WorkerErrorException;
-import io.qvm.transport.WorkerStatus;
+import io.qvm.protocol.WorkerStatus;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -112,7 +113,7 @@ public final class QemuSandbox implements Sandbox {
     @Override
     public WorkerStatus status() {
         try {
-            return WorkerStatus.fromFrame(call(Frame.of(FrameKind.STATUS, 0, (ObjectNode) null), "status"));
+            return Messages.workerStatus(call(Frame.of(FrameKind.STATUS, 0, (ObjectNode) null), "status"));
         } catch (IllegalArgumentException e) {
             throw new SandboxException("sandbox " + id + ": the worker's status is malformed: " + e.getMessage());
         }
@@ -127,7 +128,7 @@ public final class QemuSandbox implements Sandbox {
         Frame reply = transport.request(Frame.of(FrameKind.STATUS, 0, (ObjectNode) null))
                 .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         try {
-            return WorkerStatus.fromFrame(reply);
+            return Messages.workerStatus(reply);
         } catch (IllegalArgumentException e) {
             throw new SandboxException("the worker's status is malformed: " + e.getMessage());
         }
@@ -135,9 +136,9 @@ public final class QemuSandbox implements Sandbox {
 
     @Override
     public RenderResult render(RenderRequest request) {
-        Frame reply = call(request.toFrame(0), "render");
+        Frame reply = call(Messages.toFrame(request, 0), "render");
         try {
-            return RenderResult.fromFrame(reply);
+            return Messages.renderResult(reply);
         } catch (IllegalArgumentException e) {
             throw new SandboxException("sandbox " + id + ": the worker's render result is malformed: " + e.getMessage());
         }

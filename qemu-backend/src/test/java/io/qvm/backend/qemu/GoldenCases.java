@@ -2,7 +2,7 @@ package io.qvm.backend.qemu;
 
 import io.qvm.Accelerator;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.probe.Arch;
+import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostOs;
 import io.qvm.backend.probe.QemuVersion;
 import java.nio.file.Path;

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.qvm.Accelerator;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.probe.Arch;
+import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostInfo;
 import io.qvm.backend.probe.HostProbe;
 import io.qvm.backend.probe.QemuInstallation;

@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.qvm.Accelerator;
 import io.qvm.RunscPlatform;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.probe.Arch;
+import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostOs;
 import io.qvm.backend.probe.QemuVersion;
 import java.nio.file.Path;

@@ -10,7 +10,7 @@ import io.qvm.Accelerator;
 import io.qvm.RunscPlatform;
 import io.qvm.SandboxConfig;
 import io.qvm.backend.image.GuestImage;
-import io.qvm.backend.probe.Arch;
+import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostOs;
 import io.qvm.backend.probe.QemuInstallation;
 import io.qvm.backend.probe.QemuVersion;

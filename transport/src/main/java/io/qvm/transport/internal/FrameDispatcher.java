@@ -1,16 +1,16 @@
 package io.qvm.transport.internal;
 
-import io.qvm.transport.ErrorReply;
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameCorruptException;
-import io.qvm.transport.FrameException;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.FrameLimits;
-import io.qvm.transport.FrameTooLargeException;
+import io.qvm.protocol.Messages;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameCorruptException;
+import io.qvm.protocol.FrameException;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.FrameLimits;
+import io.qvm.protocol.FrameTooLargeException;
 import io.qvm.transport.HandshakeTimeoutException;
-import io.qvm.transport.Hello;
-import io.qvm.transport.Limits;
-import io.qvm.transport.Ready;
+import io.qvm.protocol.Hello;
+import io.qvm.protocol.Limits;
+import io.qvm.protocol.Ready;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.TransportClosedException;
 import io.qvm.transport.TransportException;
@@ -127,7 +127,7 @@ public final class FrameDispatcher implements SandboxTransport {
         if (gone != null) {
             throw gone;
         }
-        link.send(hello.toFrame()).whenComplete((v, err) -> {
+        link.send(Messages.toFrame(hello)).whenComplete((v, err) -> {
             if (err != null) {
                 answer.completeExceptionally(writeFailed("HELLO", err));
             }
@@ -211,7 +211,7 @@ public final class FrameDispatcher implements SandboxTransport {
             return;
         }
         if (frame.kind() == FrameKind.ERROR) {
-            reply.completeExceptionally(new WorkerErrorException(ErrorReply.fromFrame(frame)));
+            reply.completeExceptionally(new WorkerErrorException(Messages.errorReply(frame)));
         } else if (frame.kind() == sent.replyKind()) {
             reply.complete(frame);
         } else {
@@ -232,7 +232,7 @@ public final class FrameDispatcher implements SandboxTransport {
                 return false;
             }
             try {
-                r = Ready.fromFrame(frame);
+                r = Messages.ready(frame);
             } catch (IllegalArgumentException e) {
                 return false;
             }

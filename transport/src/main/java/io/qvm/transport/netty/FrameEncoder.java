@@ -4,10 +4,10 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandler.Sharable;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.MessageToMessageEncoder;
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameCodec;
-import io.qvm.transport.FrameLimits;
-import io.qvm.transport.FrameTooLargeException;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameCodec;
+import io.qvm.protocol.FrameLimits;
+import io.qvm.protocol.FrameTooLargeException;
 import java.util.List;
 import java.util.Objects;
 

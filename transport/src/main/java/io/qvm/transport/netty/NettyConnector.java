@@ -6,7 +6,7 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.qvm.transport.Limits;
+import io.qvm.protocol.Limits;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.TransportConnectException;
 import io.qvm.transport.internal.FrameDispatcher;

@@ -1,6 +1,6 @@
 package io.qvm.transport.netty;
 
-import io.qvm.transport.Limits;
+import io.qvm.protocol.Limits;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.TransportConnectException;
 import java.net.InetSocketAddress;

@@ -4,7 +4,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.netty.channel.epoll.LinuxSocket;
 import io.netty.channel.epoll.VSockAddress;
-import io.qvm.transport.Limits;
+import io.qvm.protocol.Limits;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.TransportConnectException;
 import io.qvm.transport.internal.FrameDispatcher;

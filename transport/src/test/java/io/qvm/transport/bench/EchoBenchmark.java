@@ -1,9 +1,9 @@
 package io.qvm.transport.bench;
 
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.Hello;
-import io.qvm.transport.Limits;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.Hello;
+import io.qvm.protocol.Limits;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.netty.SerialTransport;
 import io.qvm.transport.testing.FakeWorker;

@@ -2,7 +2,7 @@ package io.qvm.transport.netty;
 
 import io.netty.channel.epoll.LinuxSocket;
 import io.netty.channel.unix.DomainSocketAddress;
-import io.qvm.transport.Limits;
+import io.qvm.protocol.Limits;
 import io.qvm.transport.SandboxTransport;
 import java.nio.file.Path;
 import java.util.concurrent.locks.LockSupport;

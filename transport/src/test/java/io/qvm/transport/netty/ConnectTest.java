@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.Hello;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.Hello;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.TransportConnectException;
 import io.qvm.transport.testing.FakeWorker;

@@ -1,7 +1,8 @@
 package io.qvm.transport.netty;
 
-import static io.qvm.transport.RawFrames.concat;
-import static io.qvm.transport.RawFrames.encode;
+import io.qvm.protocol.Messages;
+import static io.qvm.protocol.RawFrames.concat;
+import static io.qvm.protocol.RawFrames.encode;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -18,14 +19,14 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.EncoderException;
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameCorruptException;
-import io.qvm.transport.FrameFuzzAccess;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.FrameLimits;
-import io.qvm.transport.FrameTooLargeException;
-import io.qvm.transport.FrameTruncatedException;
-import io.qvm.transport.RawFrames;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameCorruptException;
+import io.qvm.protocol.FrameFuzzAccess;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.FrameLimits;
+import io.qvm.protocol.FrameTooLargeException;
+import io.qvm.protocol.FrameTruncatedException;
+import io.qvm.protocol.RawFrames;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -112,8 +113,8 @@ class FrameCodecChannelTest {
     @Test
     void aFrameSplitIntoOneByteChunks() {
         EmbeddedChannel ch = decoderChannel(LIMITS);
-        Frame f = new Frame(FrameKind.ECHO, 7, io.qvm.transport.Hello.fresh(
-                new io.qvm.transport.Limits(1, 1, 1, 1, 1, 1)).toFrame().header(), new byte[300]);
+        Frame f = new Frame(FrameKind.ECHO, 7, Messages.toFrame(io.qvm.protocol.Hello.fresh(
+                new io.qvm.protocol.Limits(1, 1, 1, 1, 1, 1))).header(), new byte[300]);
         byte[] all = concat("Q stale".getBytes(), encode(f));
         for (byte b : all) {
             ch.writeInbound(Unpooled.wrappedBuffer(new byte[] {b}));

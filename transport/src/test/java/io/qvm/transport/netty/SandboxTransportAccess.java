@@ -1,6 +1,6 @@
 package io.qvm.transport.netty;
 
-import io.qvm.transport.Limits;
+import io.qvm.protocol.Limits;
 
 /** Test constants shared with other test packages. */
 public final class SandboxTransportAccess {

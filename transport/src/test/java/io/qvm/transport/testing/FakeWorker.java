@@ -1,19 +1,20 @@
 package io.qvm.transport.testing;
 
-import io.qvm.transport.ErrorCode;
-import io.qvm.transport.ErrorReply;
-import io.qvm.transport.Frame;
-import io.qvm.transport.FrameCodec;
-import io.qvm.transport.FrameException;
-import io.qvm.transport.FrameKind;
-import io.qvm.transport.FrameLimits;
-import io.qvm.transport.FrameReader;
-import io.qvm.transport.FrameTooLargeException;
-import io.qvm.transport.FrameWriter;
-import io.qvm.transport.Hello;
-import io.qvm.transport.Ready;
-import io.qvm.transport.RenderResult;
-import io.qvm.transport.WorkerStatus;
+import io.qvm.protocol.Messages;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.ErrorReply;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameCodec;
+import io.qvm.protocol.FrameException;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.FrameLimits;
+import io.qvm.protocol.FrameReader;
+import io.qvm.protocol.FrameTooLargeException;
+import io.qvm.protocol.FrameWriter;
+import io.qvm.protocol.Hello;
+import io.qvm.protocol.Ready;
+import io.qvm.protocol.RenderResult;
+import io.qvm.protocol.WorkerStatus;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -199,7 +200,7 @@ public final class FakeWorker implements AutoCloseable {
 
     /** A well-formed READY with another nonce: what an earlier session's worker would have sent. */
     public static byte[] staleReady(String nonce) {
-        return encode(new Ready(nonce, "stale", List.of()).toFrame());
+        return encode(Messages.toFrame(new Ready(nonce, "stale", List.of())));
     }
 
     /** Stale bytes that look like a frame start: "QVMF" and a prefix whose CRC is wrong. */
@@ -320,7 +321,7 @@ public final class FakeWorker implements AutoCloseable {
                 try {
                     f = reader.read();
                 } catch (FrameTooLargeException e) {
-                    writer.write(new ErrorReply(e.requestId(), ErrorCode.TOO_LARGE, "request too large").toFrame());
+                    writer.write(Messages.toFrame(new ErrorReply(e.requestId(), ErrorCode.TOO_LARGE, "request too large")));
                     continue;
                 } catch (FrameException e) {
                     continue;
@@ -350,7 +351,7 @@ public final class FakeWorker implements AutoCloseable {
                 } else if (effect instanceof ReplyWithBody r) {
                     writer.write(new Frame(replyKind(f), f.requestId(), null, new byte[r.bytes()]));
                 } else if (effect instanceof Error e) {
-                    writer.write(new ErrorReply(f.requestId(), e.code(), e.message()).toFrame());
+                    writer.write(Messages.toFrame(new ErrorReply(f.requestId(), e.code(), e.message())));
                 } else if (effect instanceof RawBytesThenNormal r) {
                     out.write(r.bytes());
                     writer.write(normalAnswer(f));
@@ -376,14 +377,14 @@ public final class FakeWorker implements AutoCloseable {
     }
 
     private void onHello(Frame f, OutputStream out, FrameWriter writer) throws IOException {
-        Hello hello = Hello.fromFrame(f);
+        Hello hello = Messages.hello(f);
         hellos.add(hello);
         for (byte[] b : script.beforeReady) {
             out.write(b);
         }
         out.flush();
         if (script.answerHello) {
-            writer.write(new Ready(hello.nonce(), script.version, script.capabilities).toFrame());
+            writer.write(Messages.toFrame(new Ready(hello.nonce(), script.version, script.capabilities)));
         }
     }
 
@@ -399,19 +400,16 @@ public final class FakeWorker implements AutoCloseable {
             case STATUS:
                 byte[] random = new byte[WorkerStatus.RANDOM_BYTES];
                 new java.security.SecureRandom().nextBytes(random);
-                return WorkerStatus.of(System.currentTimeMillis(), random, received.size() - 1L, hellos.size())
-                        .toFrame(f.requestId());
+                return Messages.toFrame(WorkerStatus.of(System.currentTimeMillis(), random, received.size() - 1L, hellos.size()), f.requestId());
             case GOODBYE:
                 return Frame.of(FrameKind.GOODBYE, f.requestId(), (byte[]) null);
             case RENDER:
                 if (script.renders != null) {
-                    return script.renders.toFrame(f.requestId());
+                    return Messages.toFrame(script.renders, f.requestId());
                 }
-                return new ErrorReply(f.requestId(), ErrorCode.UNSUPPORTED, "the fake worker does not " + f.kind())
-                        .toFrame();
+                return Messages.toFrame(new ErrorReply(f.requestId(), ErrorCode.UNSUPPORTED, "the fake worker does not " + f.kind()));
             default:
-                return new ErrorReply(f.requestId(), ErrorCode.UNSUPPORTED, "the fake worker does not " + f.kind())
-                        .toFrame();
+                return Messages.toFrame(new ErrorReply(f.requestId(), ErrorCode.UNSUPPORTED, "the fake worker does not " + f.kind()));
         }
     }
 

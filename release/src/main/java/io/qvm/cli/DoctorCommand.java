@@ -1,0 +1,294 @@
+package io.qvm.cli;
+
+import io.qvm.Accelerator;
+import io.qvm.ImageException;
+import io.qvm.SandboxException;
+import io.qvm.backend.image.GuestImage;
+import io.qvm.backend.probe.AcceleratorCheck;
+import io.qvm.backend.probe.AcceleratorSelector;
+import io.qvm.protocol.image.Arch;
+import io.qvm.backend.probe.CompiledInCheck;
+import io.qvm.backend.probe.FunctionalCheck;
+import io.qvm.backend.probe.HostInfo;
+import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.probe.HostProbe;
+import io.qvm.backend.probe.HostSupportCheck;
+import io.qvm.backend.probe.Layer;
+import io.qvm.backend.probe.LayerVerdict;
+import io.qvm.backend.probe.ProbeCache;
+import io.qvm.backend.probe.ProbeGuest;
+import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.process.SocketPaths;
+import io.qvm.backend.process.StateDirectory;
+import io.qvm.transport.vsock.VsockSupport;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code qvm doctor}: can this host run a sandbox, and if not, what fixes it. */
+@Command(name = "doctor", sortOptions = false,
+        description = {"Check this host: OS and CPU, QEMU, each accelerator's three probe layers (compiled in, "
+                + "offered by the host, a guest really boots), vhost-vsock, the guest image and the state directory. "
+                + "Every problem comes with its fix.",
+            "Exits 3 when this host cannot run a sandbox, 8 when only the image is missing or damaged."},
+        footer = {"", "JSON (--json), schema qvm.doctor/1:",
+            "  {\"schema\":\"qvm.doctor/1\", \"ok\", \"verdict\", \"host\":{\"os\", \"osName\", \"osVersion\", \"arch\", \"java\"},",
+            "   \"qemu\":[{\"arch\", \"found\", \"binary\", \"version\", \"compiledIn\":[...], \"fix\"}],",
+            "   \"accelerators\":[{\"name\", \"usable\", \"layers\":[{\"layer\", \"status\", \"reason\", \"fix\", \"cached\"}]}],",
+            "   \"autoChoice\", \"vsock\":{\"usable\", \"reason\"},",
+            "   \"image\":{\"dir\", \"present\", \"verified\", \"kernelVersion\", \"problem\", \"fix\"},",
+            "   \"stateDirectory\":{\"dir\", \"writable\", \"sandboxes\", \"runtimeDir\", \"problem\"},",
+            "   \"problems\":[{\"severity\":\"error|warning\", \"what\", \"fix\"}]}",
+            "layer status: passed, failed, skipped (--quick), not-checked (an earlier layer failed)."})
+final class DoctorCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    JsonOption json;
+
+    @Mixin
+    DirOptions dirs;
+
+    @Option(names = "--quick", description = "Skip the functional probes (booting a guest per accelerator).")
+    boolean quick;
+
+    @Option(names = "--no-cache", description = "Ignore cached functional probe verdicts (boot again).")
+    boolean noCache;
+
+    private final CliContext ctx;
+
+    DoctorCommand(CliContext ctx) {
+        this.ctx = ctx;
+    }
+
+    @Override
+    public Integer call() {
+        List<Problem> problems = new ArrayList<>();
+        String osName = System.getProperty("os.name", "");
+        HostOs os = HostOs.fromOsName(osName);
+        Optional<Arch> hostArch = Arch.fromOsArch(System.getProperty("os.arch", ""));
+        Host host = new Host(os.name().toLowerCase(java.util.Locale.ROOT), osName, System.getProperty("os.version", ""),
+                hostArch.map(Arch::qemuName).orElse(System.getProperty("os.arch")), Runtime.version().toString());
+        boolean hostOk = true;
+        if (hostArch.isEmpty()) {
+            problems.add(new Problem("error", "unsupported CPU architecture " + System.getProperty("os.arch"),
+                    "run qvm on an x86_64 or aarch64 host"));
+            hostOk = false;
+        }
+        HostInfo info = null;
+        try {
+            info = HostProbe.system().probe();
+        } catch (SandboxException e) {
+            problems.add(new Problem("error", e.getMessage(), hostArch.map(a -> InstallHints.qemu(os, a)).orElse("")));
+            hostOk = false;
+        }
+        List<QemuEntry> qemu = new ArrayList<>();
+        for (Arch a : Arch.values()) {
+            Optional<QemuInstallation> q = info == null ? Optional.empty() : info.qemu(a);
+            String fix = q.isPresent() ? null : InstallHints.qemu(os, a);
+            qemu.add(new QemuEntry(a.qemuName(), q.isPresent(), q.map(i -> i.binary().toString()).orElse(null),
+                    q.map(i -> i.version().toString()).orElse(null),
+                    q.map(i -> i.compiledIn().stream().map(Accelerator::qemuName).sorted().toList()).orElse(List.of()),
+                    fix));
+            if (q.isEmpty() && hostArch.isPresent() && a == hostArch.get() && info != null) {
+                problems.add(new Problem("error", "no qemu-system-" + a.qemuName() + " found", fix));
+                hostOk = false;
+            }
+        }
+
+        Path imageRoot = ctx.imageRoot(dirs.imageDir);
+        ImageEntry image = image(imageRoot, hostArch.orElse(Arch.X86_64), problems);
+
+        List<AccelEntry> accels = new ArrayList<>();
+        String autoChoice = null;
+        if (info != null && info.qemu(info.arch()).isPresent()) {
+            ProbeGuest guest = image.verified() ? new ProbeGuest.KernelGuest(GuestImage.load(imageRoot, info.arch()).kernel(),
+                    Optional.empty()) : new ProbeGuest.BootSectorGuest();
+            AcceleratorCheck[] layers = {new CompiledInCheck(), HostSupportCheck.system(ctx.env()),
+                quick ? null : new FunctionalCheck(guest, Duration.ofSeconds(20), Duration.ofSeconds(90),
+                        noCache ? null : ProbeCache.defaultLocation(ctx.env()))};
+            for (Accelerator a : new Accelerator[] {Accelerator.KVM, Accelerator.HVF, Accelerator.WHPX, Accelerator.TCG}) {
+                accels.add(evaluate(a, info, layers));
+            }
+            Optional<Accelerator> nat = AcceleratorSelector.nativeFor(info.os());
+            Optional<AccelEntry> natEntry = nat.flatMap(n -> accels.stream().filter(x -> x.name().equals(n.qemuName())).findFirst());
+            AccelEntry tcg = accels.get(accels.size() - 1);
+            if (natEntry.isPresent() && natEntry.get().usable()) {
+                autoChoice = natEntry.get().name();
+            } else if (tcg.usable()) {
+                autoChoice = "tcg";
+                natEntry.ifPresent(n -> n.layers().stream().filter(l -> l.status().equals("failed")).findFirst()
+                        .ifPresent(l -> problems.add(new Problem("warning", n.name() + " is not usable (" + l.layer()
+                                + ": " + l.reason() + "); sandboxes fall back to TCG, roughly 10x slower", l.fix()))));
+            } else {
+                problems.add(new Problem("error", "no accelerator works, not even TCG: " + tcg.layers().stream()
+                        .filter(l -> l.status().equals("failed")).map(LayerEntry::reason).findFirst().orElse("?"),
+                        tcg.layers().stream().map(LayerEntry::fix).filter(f -> f != null && !f.isEmpty()).findFirst()
+                                .orElse("reinstall QEMU")));
+                hostOk = false;
+            }
+        }
+
+        VsockSupport.Verdict v;
+        try {
+            v = VsockSupport.probe();
+        } catch (Throwable t) {
+            v = new VsockSupport.Verdict(false, "vsock probe failed: " + t);
+        }
+        Vsock vsock = new Vsock(v.usable(), v.reason());
+
+        StateEntry state = state(problems);
+        if (state.problem() != null) {
+            hostOk = false;
+        }
+        boolean ok = hostOk && image.verified();
+        String verdict = ok ? "this host can run sandboxes (accelerator " + autoChoice + ")"
+                : hostOk ? "this host can run sandboxes once the guest image is built"
+                : "this host cannot run sandboxes: fix the errors below";
+        DoctorReport report = new DoctorReport("qvm.doctor/1", ok, verdict, host, qemu, accels, autoChoice, vsock,
+                image, state, problems);
+        Output.emit(spec.commandLine().getOut(), report, json.enabled());
+        return ok ? ExitCode.OK.code() : hostOk ? ExitCode.IMAGE.code() : ExitCode.HOST.code();
+    }
+
+    private AccelEntry evaluate(Accelerator a, HostInfo info, AcceleratorCheck[] layers) {
+        List<LayerEntry> out = new ArrayList<>();
+        boolean failed = false;
+        Layer[] names = {Layer.COMPILED_IN, Layer.HOST_SUPPORT, Layer.FUNCTIONAL};
+        for (int i = 0; i < layers.length; i++) {
+            if (failed) {
+                out.add(new LayerEntry(names[i].label(), "not-checked", null, null, false));
+            } else if (layers[i] == null) {
+                out.add(new LayerEntry(names[i].label(), "skipped", "--quick: no guest was booted", null, false));
+            } else {
+                LayerVerdict v;
+                try {
+                    v = layers[i].check(a, info, info.arch());
+                } catch (RuntimeException e) {
+                    v = LayerVerdict.fail(a, names[i], "the probe failed: " + e.getMessage(), "");
+                }
+                out.add(new LayerEntry(v.layer().label(), v.passed() ? "passed" : "failed", v.reason(),
+                        v.fix().isEmpty() ? null : v.fix(), v.cached()));
+                failed = !v.passed();
+            }
+        }
+        return new AccelEntry(a.qemuName(), !failed, out);
+    }
+
+    private static ImageEntry image(Path root, Arch arch, List<Problem> problems) {
+        Path dir = root.resolve(arch.qemuName());
+        String fix = "./qvm image build --arch " + arch.qemuName();
+        boolean present = Files.isDirectory(dir);
+        try {
+            GuestImage img = GuestImage.load(root, arch);
+            return new ImageEntry(dir.toString(), true, true, img.kernelVersion().orElse(null), null, null);
+        } catch (ImageException e) {
+            problems.add(new Problem("error", e.getMessage(), fix));
+            return new ImageEntry(dir.toString(), present, false, null, e.getMessage(), fix);
+        }
+    }
+
+    private StateEntry state(List<Problem> problems) {
+        Path root = ctx.stateRoot(dirs.stateDir);
+        String problem = null;
+        int count = 0;
+        try {
+            Files.createDirectories(root);
+            Path probe = Files.createTempFile(root, ".doctor", ".tmp");
+            Files.delete(probe);
+            count = StateDirectory.at(root).list().size();
+        } catch (IOException | RuntimeException e) {
+            problem = "the state directory " + root + " is not writable: " + e.getMessage();
+            problems.add(new Problem("error", problem, "make it writable, or set QVM_STATE (or --state-dir) to a "
+                    + "directory you own"));
+        }
+        Path runtime = SocketPaths.defaultRuntimeRoot();
+        try {
+            SocketPaths.forSandbox(runtime, "aaaaaaaaaaaa");
+        } catch (IllegalArgumentException e) {
+            problem = e.getMessage();
+            problems.add(new Problem("error", problem, "set QVM_RUNTIME_DIR to a short directory, e.g. /tmp/qvm"));
+        }
+        return new StateEntry(root.toString(), problem == null, count, runtime.toString(), problem);
+    }
+
+    record Host(String os, String osName, String osVersion, String arch, String java) {
+    }
+
+    record QemuEntry(String arch, boolean found, String binary, String version, List<String> compiledIn, String fix) {
+    }
+
+    record LayerEntry(String layer, String status, String reason, String fix, boolean cached) {
+    }
+
+    record AccelEntry(String name, boolean usable, List<LayerEntry> layers) {
+    }
+
+    record Vsock(boolean usable, String reason) {
+    }
+
+    record ImageEntry(String dir, boolean present, boolean verified, String kernelVersion, String problem, String fix) {
+    }
+
+    record StateEntry(String dir, boolean writable, int sandboxes, String runtimeDir, String problem) {
+    }
+
+    record Problem(String severity, String what, String fix) {
+    }
+
+    /** {@code qvm doctor} — schema {@code qvm.doctor/1}. */
+    record DoctorReport(String schema, boolean ok, String verdict, Host host, List<QemuEntry> qemu,
+            List<AccelEntry> accelerators, String autoChoice, Vsock vsock, ImageEntry image, StateEntry stateDirectory,
+            List<Problem> problems) implements Report {
+
+        @Override
+        public void printText(PrintWriter out) {
+            out.printf("host     %s %s (%s), %s, Java %s%n", host.osName(), host.osVersion(), host.os(), host.arch(),
+                    host.java());
+            for (QemuEntry q : qemu) {
+                out.printf("qemu     %-8s %s%n", q.arch(), q.found() ? q.binary() + " " + q.version() + " (accelerators: "
+                        + String.join(", ", q.compiledIn()) + ")" : "not found — " + q.fix());
+            }
+            for (AccelEntry a : accelerators) {
+                out.printf("accel    %-5s %s%n", a.name(), a.usable() ? "usable" : "not usable");
+                for (LayerEntry l : a.layers()) {
+                    out.printf("           %-13s %-11s %s%s%n", l.layer(), l.status(), l.reason() == null ? "" : l.reason(),
+                            l.cached() ? " [cached]" : "");
+                    if (l.fix() != null && l.status().equals("failed")) {
+                        out.printf("           %-13s %-11s fix: %s%n", "", "", l.fix());
+                    }
+                }
+            }
+            if (autoChoice != null) {
+                out.println("auto     sandboxes run on " + autoChoice);
+            }
+            out.println("vsock    " + (vsock.usable() ? "usable" : "not usable") + ": " + vsock.reason()
+                    + (vsock.usable() ? "" : " (virtio-serial is used instead)"));
+            out.println("image    " + image.dir() + ": " + (image.verified() ? "verified, kernel " + image.kernelVersion()
+                    : image.present() ? "DOES NOT VERIFY" : "missing"));
+            out.println("state    " + stateDirectory.dir() + (stateDirectory.writable() ? " (writable, "
+                    + stateDirectory.sandboxes() + " sandboxes)" : " (NOT usable)") + "; sockets under "
+                    + stateDirectory.runtimeDir());
+            for (Problem p : problems) {
+                out.println(p.severity() + ": " + p.what());
+                if (p.fix() != null && !p.fix().isEmpty()) {
+                    out.println("  fix: " + p.fix());
+                }
+            }
+            out.println(verdict);
+        }
+    }
+}

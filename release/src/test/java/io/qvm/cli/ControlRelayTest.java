@@ -1,0 +1,158 @@
+package io.qvm.cli;
+
+import io.qvm.protocol.Messages;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.qvm.DocumentTooLargeException;
+import io.qvm.RenderFailedException;
+import io.qvm.RequestTimeoutException;
+import io.qvm.SandboxCrashedException;
+import io.qvm.UnsupportedDocumentException;
+import io.qvm.cli.control.ControlClient;
+import io.qvm.cli.control.ControlServer;
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.FrameLimits;
+import io.qvm.protocol.Hello;
+import io.qvm.protocol.Limits;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The control socket's relay on a real AF_UNIX socket: every answer, every typed failure, deadlines. */
+class ControlRelayTest {
+
+    static final Duration DEADLINE = Duration.ofSeconds(30);
+
+    Path dir;
+    FakeTargets.Scripted target;
+    ControlServer server;
+
+    @BeforeEach
+    void start() throws IOException {
+        dir = Files.createTempDirectory(Path.of("/tmp"), "qvmctl");
+        target = new FakeTargets.Scripted();
+        server = ControlServer.start(dir.resolve("ctl.sock"), target, FrameLimits.ofBody(4096), l -> { });
+    }
+
+    @AfterEach
+    void stop() {
+        server.close();
+        Launch.deleteTree(dir);
+    }
+
+    ControlClient client() throws IOException {
+        return ControlClient.connect(server.socket(), 1 << 20, 1 << 20);
+    }
+
+    @Test
+    void echoRenderAndHello() throws IOException {
+        try (ControlClient c = client()) {
+            assertArrayEquals(new byte[] {1, 2, 3}, c.echo(new byte[] {1, 2, 3}, DEADLINE));
+            RenderResult r = c.render(RenderRequest.svg("<svg/>".getBytes()).withSize(5, 4), DEADLINE);
+            assertEquals(5, r.width());
+            assertEquals(4, r.height());
+            Frame ready = c.call(Messages.toFrame(Hello.fresh(new Limits(1024, 1024, 100, 10, 1, 1000))), DEADLINE);
+            assertEquals(ControlServer.VERSION, Messages.ready(ready).version());
+        }
+        assertEquals(2, server.requestsServed());
+    }
+
+    @Test
+    void typedFailuresCrossTheSocket() throws IOException {
+        target.then(q -> {
+            throw new UnsupportedDocumentException("external resources are refused");
+        }).then(q -> {
+            throw new RequestTimeoutException("overran");
+        }).then(q -> {
+            throw new SandboxCrashedException("the worker ran out of memory");
+        }).then(q -> {
+            throw new IllegalStateException("boom");
+        });
+        RenderRequest req = RenderRequest.svg("<svg/>".getBytes());
+        try (ControlClient c = client()) {
+            UnsupportedDocumentException u = assertThrows(UnsupportedDocumentException.class, () -> c.render(req, DEADLINE));
+            assertEquals(ErrorCode.UNSUPPORTED, u.code());
+            assertTrue(u.getMessage().endsWith("external resources are refused"), u.getMessage());
+            assertThrows(RequestTimeoutException.class, () -> c.render(req, DEADLINE));
+            assertThrows(SandboxCrashedException.class, () -> c.render(req, DEADLINE));
+            io.qvm.SandboxException other = assertThrows(io.qvm.SandboxException.class, () -> c.render(req, DEADLINE));
+            assertTrue(other.getMessage().contains("boom"));
+            // the connection is still usable after every failure
+            assertArrayEquals(new byte[] {9}, c.echo(new byte[] {9}, DEADLINE));
+        }
+    }
+
+    @Test
+    void aRequestAboveTheServersLimitIsSkippedAndAnsweredTooLarge() throws IOException {
+        try (ControlClient c = client()) {
+            DocumentTooLargeException e = assertThrows(DocumentTooLargeException.class,
+                    () -> c.echo(new byte[5000], DEADLINE));
+            assertEquals(ErrorCode.TOO_LARGE, e.code());
+            assertArrayEquals(new byte[] {7}, c.echo(new byte[] {7}, DEADLINE));
+        }
+        try (ControlClient small = ControlClient.connect(server.socket(), 10, 1 << 20)) {
+            RenderFailedException e = assertThrows(RenderFailedException.class, () -> small.echo(new byte[11], DEADLINE));
+            assertEquals(ErrorCode.TOO_LARGE, e.code());
+        }
+    }
+
+    @Test
+    void aBadRenderHeaderIsBadRequestNotACrash() throws IOException {
+        try (ControlClient c = client()) {
+            var h = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+            h.put("type", "gif");
+            RenderFailedException e = assertThrows(RenderFailedException.class,
+                    () -> c.call(new Frame(FrameKind.RENDER, 0, h, new byte[1]), DEADLINE));
+            assertEquals(ErrorCode.BAD_REQUEST, e.code());
+            e = assertThrows(RenderFailedException.class, () -> c.call(Frame.of(FrameKind.READY, 0, new byte[0]), DEADLINE));
+            assertEquals(ErrorCode.BAD_REQUEST, e.code());
+        }
+    }
+
+    @Test
+    void aStalledTargetHitsTheClientDeadline() throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        target.then(q -> {
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return new RenderResult(FakeTargets.png(1, 1), 1, 1, 0);
+        });
+        try (ControlClient c = client()) {
+            assertThrows(RequestTimeoutException.class,
+                    () -> c.render(RenderRequest.svg("<svg/>".getBytes()), Duration.ofMillis(300)));
+        } finally {
+            release.countDown();
+        }
+    }
+
+    @Test
+    void goodbyeStopsTheTargetOnceAndAnswersAfterwards() throws Exception {
+        try (ControlClient c = client()) {
+            c.goodbye(DEADLINE);
+        }
+        assertEquals(1, target.stops.get());
+        assertTrue(server.goodbyeReceived().isDone());
+        server.stopRequested().get(30, java.util.concurrent.TimeUnit.SECONDS); // completes right after the reply
+    }
+
+    @Test
+    void nobodyListeningIsAnIoError() {
+        server.close();
+        assertThrows(IOException.class, this::client);
+    }
+}

@@ -1,0 +1,239 @@
+package io.qvm.protocol;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The codec between the message values ({@link Hello}, {@link Ready}, {@link RenderRequest},
+ * {@link RenderResult}, {@link ErrorReply}, {@link WorkerStatus}) and {@link Frame}s: the one
+ * place that knows each message's header fields (adr/0003, docs/CONTRACTS.md). The values
+ * themselves are plain records; both sides of the wire encode and decode through this class.
+ *
+ * <p>Every {@code decode} method throws {@link IllegalArgumentException} for a frame of another
+ * kind or a missing, unknown, mistyped or out-of-range field; the message names the field but
+ * never repeats a value the peer sent.
+ */
+public final class Messages {
+
+    private static final Set<String> RENDER_FIELDS = Set.of("type", "width", "height", "dpi", "page", "background");
+
+    private Messages() {
+    }
+
+    // ---- HELLO / READY ------------------------------------------------------------------------
+
+    public static Frame toFrame(Hello hello) {
+        ObjectNode h = JsonNodeFactory.instance.objectNode();
+        h.put("nonce", hello.nonce());
+        h.put("protocol", hello.protocol());
+        h.set("limits", json(hello.limits()));
+        return Frame.of(FrameKind.HELLO, Hello.REQUEST_ID, h);
+    }
+
+    public static Hello hello(Frame f) {
+        expect(f, FrameKind.HELLO);
+        String nonce = f.header().path("nonce").asText("");
+        if (nonce.isEmpty()) {
+            throw new IllegalArgumentException("HELLO without a nonce");
+        }
+        return new Hello(nonce, f.header().path("protocol").asInt(-1), limits(f.header().get("limits")));
+    }
+
+    public static Frame toFrame(Ready ready) {
+        ObjectNode h = JsonNodeFactory.instance.objectNode();
+        h.put("nonce", ready.nonce());
+        h.put("version", ready.version());
+        ArrayNode caps = h.putArray("capabilities");
+        ready.capabilities().forEach(caps::add);
+        return Frame.of(FrameKind.READY, Hello.REQUEST_ID, h);
+    }
+
+    public static Ready ready(Frame f) {
+        expect(f, FrameKind.READY);
+        List<String> caps = new ArrayList<>();
+        for (JsonNode c : f.header().path("capabilities")) {
+            caps.add(c.asText());
+        }
+        return new Ready(f.header().path("nonce").asText(""), f.header().path("version").asText(""), caps);
+    }
+
+    /** The limits as the JSON object HELLO carries. */
+    public static ObjectNode json(Limits l) {
+        ObjectNode n = JsonNodeFactory.instance.objectNode();
+        n.put("maxRequestBytes", l.maxRequestBytes());
+        n.put("maxResponseBytes", l.maxResponseBytes());
+        n.put("maxPixels", l.maxPixels());
+        n.put("maxSide", l.maxSide());
+        n.put("maxPages", l.maxPages());
+        n.put("requestTimeoutMillis", l.requestTimeoutMillis());
+        return n;
+    }
+
+    /** Reads limits from JSON; a missing, non-integer or too large field is refused. */
+    public static Limits limits(JsonNode n) {
+        return new Limits(
+                (int) limit(n, "maxRequestBytes", Integer.MAX_VALUE),
+                (int) limit(n, "maxResponseBytes", Integer.MAX_VALUE),
+                limit(n, "maxPixels", Long.MAX_VALUE),
+                (int) limit(n, "maxSide", Integer.MAX_VALUE),
+                (int) limit(n, "maxPages", Integer.MAX_VALUE),
+                limit(n, "requestTimeoutMillis", Long.MAX_VALUE));
+    }
+
+    // ---- RENDER / RENDER_RESULT ---------------------------------------------------------------
+
+    /** The RENDER frame: the header {@link RenderRequest} documents and the document as body. */
+    public static Frame toFrame(RenderRequest r, long requestId) {
+        ObjectNode h = JsonNodeFactory.instance.objectNode();
+        h.put("type", r.type().wireName());
+        if (r.width() != 0) {
+            h.put("width", r.width());
+        }
+        if (r.height() != 0) {
+            h.put("height", r.height());
+        }
+        if (r.dpi() != 0) {
+            h.put("dpi", r.dpi());
+        }
+        h.put("page", r.page());
+        h.put("background", RenderRequest.formatBackground(r.backgroundArgb()));
+        return new Frame(FrameKind.RENDER, requestId, h, r.document());
+    }
+
+    public static RenderRequest renderRequest(Frame f) {
+        expect(f, FrameKind.RENDER);
+        ObjectNode h = f.header();
+        for (Iterator<String> it = h.fieldNames(); it.hasNext(); ) {
+            if (!RENDER_FIELDS.contains(it.next())) {
+                throw new IllegalArgumentException("unknown header field (" + RENDER_FIELDS.size() + " are known: "
+                        + String.join(", ", RENDER_FIELDS.stream().sorted().toList()) + ")");
+            }
+        }
+        JsonNode type = h.get("type");
+        if (type == null || !type.isTextual()) {
+            throw new IllegalArgumentException("type is missing or not a string");
+        }
+        JsonNode bg = h.get("background");
+        int argb = RenderRequest.WHITE;
+        if (bg != null) {
+            if (!bg.isTextual()) {
+                throw new IllegalArgumentException("background is not a string");
+            }
+            argb = RenderRequest.parseBackground(bg.asText());
+        }
+        return new RenderRequest(RenderRequest.Type.fromWireName(type.asText()), f.body(), intField(h, "width", 0),
+                intField(h, "height", 0), intField(h, "dpi", 0), intField(h, "page", 1), argb);
+    }
+
+    /** The RENDER_RESULT frame: the header {@link RenderResult} documents and the PNG as body. */
+    public static Frame toFrame(RenderResult r, long requestId) {
+        ObjectNode h = JsonNodeFactory.instance.objectNode();
+        h.put("format", "png");
+        h.put("width", r.width());
+        h.put("height", r.height());
+        h.put("renderMillis", r.renderMillis());
+        h.put("outputBytes", r.png().length);
+        return new Frame(FrameKind.RENDER_RESULT, requestId, h, r.png());
+    }
+
+    public static RenderResult renderResult(Frame f) {
+        expect(f, FrameKind.RENDER_RESULT);
+        ObjectNode h = f.header();
+        JsonNode format = h.get("format");
+        if (format == null || !"png".equals(format.asText(null))) {
+            throw new IllegalArgumentException("format must be \"png\"");
+        }
+        long outputBytes = longField(h, "outputBytes");
+        if (outputBytes != f.body().length) {
+            throw new IllegalArgumentException("outputBytes " + outputBytes + " does not match the body's "
+                    + f.body().length + " bytes");
+        }
+        long width = longField(h, "width");
+        long height = longField(h, "height");
+        if (width > Integer.MAX_VALUE || height > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("width or height is above " + Integer.MAX_VALUE);
+        }
+        return new RenderResult(f.body(), (int) width, (int) height, longField(h, "renderMillis"));
+    }
+
+    // ---- ERROR / STATUS_REPLY -----------------------------------------------------------------
+
+    public static Frame toFrame(ErrorReply e) {
+        ObjectNode h = JsonNodeFactory.instance.objectNode();
+        h.put("code", e.code().name());
+        h.put("message", e.message());
+        return Frame.of(FrameKind.ERROR, e.requestId(), h);
+    }
+
+    public static ErrorReply errorReply(Frame f) {
+        expect(f, FrameKind.ERROR);
+        return new ErrorReply(f.requestId(), ErrorCode.parse(f.header().path("code").asText(null)),
+                f.header().path("message").asText(""));
+    }
+
+    public static Frame toFrame(WorkerStatus s, long requestId) {
+        ObjectNode h = JsonNodeFactory.instance.objectNode();
+        h.put("wallClockMillis", s.wallClockMillis());
+        h.put("random", s.random());
+        h.put("requestsServed", s.requestsServed());
+        h.put("sessions", s.sessions());
+        return Frame.of(FrameKind.STATUS_REPLY, requestId, h);
+    }
+
+    public static WorkerStatus workerStatus(Frame f) {
+        expect(f, FrameKind.STATUS_REPLY);
+        JsonNode h = f.header();
+        if (!h.path("wallClockMillis").canConvertToLong() || !h.path("random").isTextual()
+                || !h.path("requestsServed").canConvertToLong() || !h.path("sessions").canConvertToLong()) {
+            throw new IllegalArgumentException("STATUS_REPLY header lacks wallClockMillis, random, requestsServed "
+                    + "or sessions");
+        }
+        return new WorkerStatus(h.get("wallClockMillis").asLong(), h.get("random").asText(),
+                h.get("requestsServed").asLong(), h.get("sessions").asLong());
+    }
+
+    // ---- fields -------------------------------------------------------------------------------
+
+    private static void expect(Frame f, FrameKind kind) {
+        if (f.kind() != kind) {
+            throw new IllegalArgumentException("expected " + kind + ", got " + f.kind());
+        }
+    }
+
+    private static int intField(ObjectNode h, String name, int absent) {
+        JsonNode v = h.get(name);
+        if (v == null) {
+            return absent;
+        }
+        if (!v.isIntegralNumber() || !v.canConvertToInt()) {
+            throw new IllegalArgumentException(name + " is not a 32-bit integer");
+        }
+        return v.intValue();
+    }
+
+    private static long longField(ObjectNode h, String name) {
+        JsonNode v = h.get(name);
+        if (v == null || !v.isIntegralNumber() || !v.canConvertToLong()) {
+            throw new IllegalArgumentException(name + " is missing or not an integer");
+        }
+        return v.longValue();
+    }
+
+    private static long limit(JsonNode n, String name, long max) {
+        JsonNode v = n == null ? null : n.get(name);
+        if (v == null || !v.canConvertToLong() || !v.isIntegralNumber()) {
+            throw new IllegalArgumentException("limits." + name + " is missing or not an integer");
+        }
+        long value = v.longValue();
+        if (value > max) {
+            throw new IllegalArgumentException("limits." + name + " is " + value + ", above " + max);
+        }
+        return value;
+    }
+}

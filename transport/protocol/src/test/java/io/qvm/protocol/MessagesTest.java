@@ -1,0 +1,74 @@
+package io.qvm.protocol;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
+import org.junit.jupiter.api.Test;
+
+/** {@link RenderRequest} and {@link RenderResult}: round trips and header validation. */
+class MessagesTest {
+
+    private static final byte[] PNG = {(byte) 0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0, 0};
+
+    @Test
+    void requestRoundTrip() {
+        RenderRequest r = RenderRequest.pdf(new byte[] {1, 2, 3}).withDpi(150).withPage(2).withBackground("#11223344");
+        RenderRequest back = Messages.renderRequest(Messages.toFrame(r, 9));
+        assertEquals(r, back);
+        assertEquals("#11223344", RenderRequest.formatBackground(back.backgroundArgb()));
+        RenderRequest s = RenderRequest.svg(new byte[] {4}).withSize(640, 0).withBackground("transparent");
+        assertEquals(s, Messages.renderRequest(Messages.toFrame(s, 10)));
+        assertEquals(0xFFFFFFFF, RenderRequest.parseBackground("#FFFFFF"));
+    }
+
+    @Test
+    void requestHeaderValidation() {
+        bad(h -> h.put("type", "png"));
+        bad(h -> h.remove("type"));
+        bad(h -> h.put("type", 3));
+        bad(h -> h.put("width", -1));
+        bad(h -> h.put("width", 1.5));
+        bad(h -> h.put("width", "100"));
+        bad(h -> h.put("height", RenderRequest.MAX_SIDE + 1));
+        bad(h -> h.put("dpi", 0).put("dpi", RenderRequest.MAX_DPI + 1));
+        bad(h -> h.put("dpi", 100).put("width", 100));
+        bad(h -> h.put("page", 0));
+        bad(h -> h.put("page", 2)); // SVG has one page
+        bad(h -> h.put("page", 5_000_000_000L));
+        bad(h -> h.put("background", "red"));
+        bad(h -> h.put("background", "#12345"));
+        bad(h -> h.put("background", "#ZZ0000"));
+        bad(h -> h.put("background", 255));
+        bad(h -> h.put("script", "x"));
+    }
+
+    private static void bad(java.util.function.Consumer<ObjectNode> edit) {
+        ObjectNode h = JsonNodeFactory.instance.objectNode().put("type", "svg");
+        edit.accept(h);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Messages.renderRequest(new Frame(FrameKind.RENDER, 1, h, new byte[0])), h.toString());
+        assertFalse(e.getMessage().contains("ZZ") || e.getMessage().contains("red"), "no input echoed");
+    }
+
+    @Test
+    void resultRoundTripAndValidation() {
+        RenderResult r = new RenderResult(PNG, 3, 4, 5);
+        assertEquals(r, Messages.renderResult(Messages.toFrame(r, 1)));
+        assertEquals(PNG.length, r.outputBytes());
+        Frame f = Messages.toFrame(r, 1);
+        f.header().put("outputBytes", 3);
+        assertThrows(IllegalArgumentException.class, () -> Messages.renderResult(f));
+        assertThrows(IllegalArgumentException.class, () -> new RenderResult(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}, 1, 1, 0));
+        assertThrows(IllegalArgumentException.class, () -> new RenderResult(PNG, 0, 1, 0));
+        Frame noFormat = Messages.toFrame(r, 2);
+        noFormat.header().remove("format");
+        assertThrows(IllegalArgumentException.class, () -> Messages.renderResult(noFormat));
+    }
+}
