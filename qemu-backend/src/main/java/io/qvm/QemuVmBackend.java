@@ -782,7 +782,7 @@ public final class QemuVmBackend implements SandboxBackend {
                     .append(" s before the init ran runsc (a TCG guest occasionally hangs early in its boot)");
         } else if (initError != null) {
             why.append("the guest init failed: ").append(initError);
-        } else if (e instanceof io.qvm.transport.HandshakeTimeoutException
+        } else if (e instanceof io.qvm.transport.TransportException
                 || e instanceof io.qvm.backend.qmp.QmpConnectException && exited == null) {
             why.append("no answer within the boot deadline of ").append(config.bootTimeout().toSeconds())
                     .append(" s (").append(e.getMessage()).append(")");
@@ -805,11 +805,11 @@ public final class QemuVmBackend implements SandboxBackend {
         boolean imageVsock = image.transports().contains("vsock");
         if (pref == TransportPreference.VSOCK) {
             if (!vsock.usable()) {
-                throw new TransportUnavailableException("vsock was requested but is not usable on this host: "
+                throw new HostSetupException(HostSetupException.Problem.TRANSPORT_UNAVAILABLE, "vsock was requested but is not usable on this host: "
                         + vsock.reason() + ". Use TransportPreference.SERIAL (works everywhere) or AUTO.");
             }
             if (!imageVsock) {
-                throw new TransportUnavailableException("vsock was requested but the guest image at " + image.dir()
+                throw new HostSetupException(HostSetupException.Problem.TRANSPORT_UNAVAILABLE, "vsock was requested but the guest image at " + image.dir()
                         + " supports only " + image.transports() + ". Use TransportPreference.SERIAL or AUTO.");
             }
         }

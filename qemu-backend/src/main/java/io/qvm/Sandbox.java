@@ -13,7 +13,7 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>Requests are served one at a time (callers from several threads are serialised). Every
  * request has the config's request deadline: a request that overruns it stops this sandbox and
- * throws {@link RequestTimeoutException}; start a fresh sandbox for the next request.
+ * throws {@link SandboxLostException}; start a fresh sandbox for the next request.
  */
 public interface Sandbox extends AutoCloseable {
 
@@ -28,9 +28,9 @@ public interface Sandbox extends AutoCloseable {
     /**
      * Sends {@code payload} through the worker and returns what came back (a transport check).
      *
-     * @throws DocumentTooLargeException above {@link SandboxConfig#maxRequestBytes()}
-     * @throws RequestTimeoutException the worker did not answer within the request deadline
-     * @throws SandboxCrashedException the sandbox died
+     * @throws RenderFailedException above {@link SandboxConfig#maxRequestBytes()}
+     * @throws SandboxLostException the worker did not answer within the request deadline
+     * @throws SandboxLostException the sandbox died
      */
     byte[] echo(byte[] payload);
 
@@ -39,8 +39,8 @@ public interface Sandbox extends AutoCloseable {
      *
      * @throws RenderFailedException (a subclass per error code) the worker refused or failed it;
      *     the sandbox stays usable
-     * @throws RequestTimeoutException the render overran the request deadline; the sandbox was stopped
-     * @throws SandboxCrashedException the sandbox died (e.g. the worker ran out of memory)
+     * @throws SandboxLostException the render overran the request deadline; the sandbox was stopped
+     * @throws SandboxLostException the sandbox died (e.g. the worker ran out of memory)
      */
     RenderResult render(RenderRequest request);
 
@@ -49,8 +49,8 @@ public interface Sandbox extends AutoCloseable {
      * and how many requests it served — nothing of any document. After a restore from a template
      * this shows that the clock was set and that the clone's randomness is its own.
      *
-     * @throws RequestTimeoutException no answer within the request deadline; the sandbox was stopped
-     * @throws SandboxCrashedException the sandbox died
+     * @throws SandboxLostException no answer within the request deadline; the sandbox was stopped
+     * @throws SandboxLostException the sandbox died
      */
     WorkerStatus status();
 

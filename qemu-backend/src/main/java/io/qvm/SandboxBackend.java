@@ -18,7 +18,7 @@ public interface SandboxBackend extends AutoCloseable {
      *
      * @throws BootFailedException the guest did not become ready within {@link SandboxConfig#bootTimeout()}
      * @throws QemuNotFoundException, AcceleratorUnavailableException, ImageException,
-     *     TransportUnavailableException when the host cannot run this configuration
+     *     HostSetupException when the host cannot run this configuration
      */
     Sandbox start(SandboxConfig config);
 

@@ -238,16 +238,16 @@ public final class SandboxPool implements AutoCloseable {
     private RenderResult renderRetrying(String key, RenderRequest request) {
         try {
             return run(key, s -> s.render(request));
-        } catch (SandboxCrashedException first) {
-            if (first.outOfMemory()) {
-                throw first; // the same document would exhaust the next worker too
+        } catch (SandboxLostException first) {
+            if (first.outOfMemory() || first.reason() == SandboxLostException.Reason.DEADLINE_EXCEEDED) {
+                throw first; // the same document would exhaust or overrun the next worker too
             }
             retried.incrementAndGet();
             LOG.log(System.Logger.Level.WARNING, "a sandbox died during a render; retrying once in a fresh "
                     + "sandbox: " + first.getMessage().lines().findFirst().orElse(""));
             try {
                 return run(key, s -> s.render(request));
-            } catch (SandboxCrashedException second) {
+            } catch (SandboxLostException second) {
                 second.addSuppressed(first);
                 throw second;
             }
@@ -271,11 +271,8 @@ public final class SandboxPool implements AutoCloseable {
             T result = work.apply(s);
             ok = true;
             return result;
-        } catch (RequestTimeoutException e) {
-            timedOut.incrementAndGet();
-            throw e;
-        } catch (SandboxCrashedException e) {
-            crashed.incrementAndGet();
+        } catch (SandboxLostException e) {
+            (e.reason() == SandboxLostException.Reason.DEADLINE_EXCEEDED ? timedOut : crashed).incrementAndGet();
             throw e;
         } finally {
             release(s, key, ok);

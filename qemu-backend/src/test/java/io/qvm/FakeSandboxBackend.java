@@ -279,7 +279,7 @@ final class FakeSandboxBackend implements SandboxBackend {
         private Frame call(Frame request, String what) {
             synchronized (requestLock) {
                 if (closed.get()) {
-                    throw new SandboxCrashedException("sandbox " + id + " is closed");
+                    throw new SandboxLostException(SandboxLostException.Reason.CRASHED, "sandbox " + id + " is closed");
                 }
                 CompletableFuture<Frame> reply = transport.request(request);
                 try {
@@ -287,13 +287,13 @@ final class FakeSandboxBackend implements SandboxBackend {
                 } catch (TimeoutException e) {
                     reply.cancel(false);
                     close();
-                    throw new RequestTimeoutException("the " + what + " request of " + id + " overran its deadline");
+                    throw new SandboxLostException(SandboxLostException.Reason.DEADLINE_EXCEEDED, "the " + what + " request of " + id + " overran its deadline");
                 } catch (ExecutionException e) {
                     if (e.getCause() instanceof WorkerErrorException w) {
-                        throw RenderFailedException.of(w.code(), w.reply().message());
+                        throw new RenderFailedException(w.code(), w.reply().message());
                     }
                     close();
-                    throw new SandboxCrashedException("sandbox " + id + " died during the " + what + " request: "
+                    throw new SandboxLostException(SandboxLostException.Reason.CRASHED, "sandbox " + id + " died during the " + what + " request: "
                             + e.getCause(), e.getCause(), null, null, crashExitStatus);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();

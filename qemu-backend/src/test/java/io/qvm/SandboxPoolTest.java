@@ -265,7 +265,7 @@ class SandboxPoolTest {
 
         backend.sandboxes().get(0).worker().close(); // the stuck VM dies
         ExecutionException died = assertThrows(ExecutionException.class, () -> stuck.get(30, TimeUnit.SECONDS));
-        assertInstanceOf(SandboxCrashedException.class, died.getCause());
+        assertInstanceOf(SandboxLostException.class, died.getCause());
         assertEquals(FakeSandboxBackend.RESULT, pool.render(RenderRequest.svg(doc("r"))), "the slot is free again");
         assertEquals(2, backend.starts());
         assertEquals(1, pool.stats().crashed());
@@ -277,7 +277,7 @@ class SandboxPoolTest {
         pool = SandboxPool.builder(backend, quick).minIdle(0).warmUpRender(false)
                 .recycle(Recycle.afterRequests(10)).build();
         backend.nextSandbox(FakeSandbox::stallNextRequest);
-        assertThrows(RequestTimeoutException.class, () -> pool.render(RenderRequest.svg(doc("r"))));
+        assertEquals(SandboxLostException.Reason.DEADLINE_EXCEEDED, assertThrows(SandboxLostException.class, () -> pool.render(RenderRequest.svg(doc("r")))).reason());
         PoolStats st = pool.stats();
         assertEquals(1, st.timedOut());
         assertEquals(0, st.retried(), "a timeout is not retried");
@@ -332,9 +332,10 @@ class SandboxPoolTest {
     @Test
     void aWorkerThatRanOutOfMemoryIsNotRetried() {
         pool = builder().recycle(Recycle.afterRequests(10)).build();
-        backend.nextSandbox(s -> s.crashOnNextRequest(SandboxCrashedException.OUT_OF_MEMORY_STATUS));
-        SandboxCrashedException e = assertThrows(SandboxCrashedException.class,
+        backend.nextSandbox(s -> s.crashOnNextRequest(SandboxLostException.OUT_OF_MEMORY_STATUS));
+        SandboxLostException e = assertThrows(SandboxLostException.class,
                 () -> pool.render(RenderRequest.svg(doc("big"))));
+        assertEquals(SandboxLostException.Reason.CRASHED, e.reason());
         assertTrue(e.outOfMemory());
         assertEquals(3, e.workerExitStatus().orElseThrow());
         PoolStats st = pool.stats();
@@ -348,11 +349,12 @@ class SandboxPoolTest {
     void aSecondCrashEndsTheRenderWithTheFirstSuppressed() {
         pool = builder().recycle(Recycle.afterRequests(10)).build();
         backend.nextSandbox(s -> s.crashOnNextRequest(null)).nextSandbox(s -> s.crashOnNextRequest(1));
-        SandboxCrashedException e = assertThrows(SandboxCrashedException.class,
+        SandboxLostException e = assertThrows(SandboxLostException.class,
                 () -> pool.render(RenderRequest.svg(doc("r"))));
+        assertEquals(SandboxLostException.Reason.CRASHED, e.reason());
         assertEquals(1, e.workerExitStatus().orElseThrow(), "the second crash is thrown");
         assertEquals(1, e.getSuppressed().length);
-        assertInstanceOf(SandboxCrashedException.class, e.getSuppressed()[0]);
+        assertInstanceOf(SandboxLostException.class, e.getSuppressed()[0]);
         PoolStats st = pool.stats();
         assertEquals(1, st.retried(), "once, not again");
         assertEquals(2, st.crashed());

@@ -1,5 +1,7 @@
 package io.qvm.e2e;
 
+import io.qvm.protocol.ErrorCode;
+import io.qvm.RenderFailedException;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -7,10 +9,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.DocumentTooLargeException;
 import io.qvm.QemuVmBackend;
 import io.qvm.Sandbox;
-import io.qvm.SandboxCrashedException;
+import io.qvm.SandboxLostException;
 import io.qvm.backend.process.StopReport;
 import io.qvm.backend.sandbox.QemuSandbox;
 import java.nio.file.Files;
@@ -75,7 +76,7 @@ class SandboxLifecycleE2ETest {
         assertEquals("goodbye", stop.stoppedBy(), "the guest powered off when asked: " + stop);
         assertFalse(sandbox.isAlive());
         assertFalse(Files.exists(sandbox.stateDir()), "the state directory is removed");
-        assertThrows(SandboxCrashedException.class, () -> sandbox.echo(new byte[1]));
+        assertEquals(SandboxLostException.Reason.CRASHED, assertThrows(SandboxLostException.class, () -> sandbox.echo(new byte[1])).reason());
     }
 
     @Test
@@ -127,7 +128,7 @@ class SandboxLifecycleE2ETest {
         ProcessHandle.of(sandbox.pid()).orElseThrow().destroyForcibly();
         Throwable t = outcome.get(2, java.util.concurrent.TimeUnit.MINUTES);
         E2e.log("outcome: " + t);
-        assertTrue(t instanceof SandboxCrashedException, "typed crash error, got " + t);
+        assertTrue(t instanceof SandboxLostException, "typed crash error, got " + t);
         assertTrue(t.getMessage().contains("signal 9") || t.getMessage().contains("SIGKILL")
                 || t.getMessage().contains("137"), "says how QEMU died: " + t.getMessage());
         assertFalse(sandbox.isAlive());
@@ -136,7 +137,7 @@ class SandboxLifecycleE2ETest {
     @Test
     void requestAboveTheLimitIsRefusedAndTheSandboxGoesOn() {
         try (Sandbox sandbox = backend.start(E2e.config().maxRequestBytes(64 * 1024).build())) {
-            assertThrows(DocumentTooLargeException.class, () -> sandbox.echo(new byte[64 * 1024 + 1]));
+            assertEquals(ErrorCode.TOO_LARGE, assertThrows(RenderFailedException.class, () -> sandbox.echo(new byte[64 * 1024 + 1])).code());
             byte[] ok = new byte[64 * 1024 - 256];
             assertArrayEquals(ok, sandbox.echo(ok));
         }

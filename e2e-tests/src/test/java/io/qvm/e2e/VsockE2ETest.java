@@ -1,5 +1,7 @@
 package io.qvm.e2e;
 
+import io.qvm.HostSetupException;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -7,7 +9,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.qvm.QemuVmBackend;
 import io.qvm.Sandbox;
 import io.qvm.TransportPreference;
-import io.qvm.TransportUnavailableException;
 import io.qvm.backend.image.GuestImage;
 import io.qvm.protocol.image.Arch;
 import io.qvm.transport.vsock.VsockSupport;
@@ -48,8 +49,9 @@ class VsockE2ETest {
     void vsockRequestedWhereItIsUnusableFailsClosedWithTheReason() {
         assumeTrue(!VsockSupport.probe().usable(), "this host has vhost-vsock: covered by the test above");
         try (QemuVmBackend backend = E2e.backend(state)) {
-            TransportUnavailableException e = assertThrows(TransportUnavailableException.class,
+            HostSetupException e = assertThrows(HostSetupException.class,
                     () -> backend.start(E2e.config().transport(TransportPreference.VSOCK).build()));
+            assertEquals(HostSetupException.Problem.TRANSPORT_UNAVAILABLE, e.problem());
             E2e.log("refused as expected: " + e.getMessage());
         }
     }

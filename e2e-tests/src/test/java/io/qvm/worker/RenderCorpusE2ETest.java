@@ -6,10 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.qvm.LimitExceededException;
 import io.qvm.QemuVmBackend;
 import io.qvm.RenderFailedException;
-import io.qvm.RequestTimeoutException;
+import io.qvm.SandboxLostException;
 import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
 import io.qvm.SandboxPool;
@@ -212,9 +211,9 @@ class RenderCorpusE2ETest {
     @Test
     void rendererLimitsFromTheConfigLandInTheWorker() {
         try (Sandbox small = backend.start(config().maxPixels(10_000).maxPages(2).build())) {
-            assertThrows(LimitExceededException.class,
-                    () -> small.render(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")).withSize(200, 200)));
-            assertThrows(LimitExceededException.class, () -> small.render(RenderRequest.pdf(Pdfs.numbered(3))));
+            assertEquals(ErrorCode.LIMIT_EXCEEDED, assertThrows(RenderFailedException.class,
+                    () -> small.render(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")).withSize(200, 200))).code());
+            assertEquals(ErrorCode.LIMIT_EXCEEDED, assertThrows(RenderFailedException.class, () -> small.render(RenderRequest.pdf(Pdfs.numbered(3)))).code());
             RenderResult r = small.render(RenderRequest.svg(Corpus.bytes("ok/shapes.svg")).withSize(100, 100));
             assertEquals(100, r.width());
         }
@@ -235,7 +234,7 @@ class RenderCorpusE2ETest {
             } catch (RenderFailedException e) {
                 assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
                 log("the worker answered TIMEOUT itself: " + e.getMessage());
-            } catch (RequestTimeoutException e) {
+            } catch (SandboxLostException e) {
                 log("the host ended the overrunning sandbox: " + e.getMessage().lines().findFirst().orElse(""));
                 hostStopped = true;
             }

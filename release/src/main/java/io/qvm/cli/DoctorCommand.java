@@ -1,7 +1,7 @@
 package io.qvm.cli;
 
+import io.qvm.HostSetupException;
 import io.qvm.Accelerator;
-import io.qvm.ImageException;
 import io.qvm.SandboxException;
 import io.qvm.backend.image.GuestImage;
 import io.qvm.backend.probe.AcceleratorCheck;
@@ -195,7 +195,7 @@ final class DoctorCommand implements Callable<Integer> {
         try {
             GuestImage img = GuestImage.load(root, arch);
             return new ImageEntry(dir.toString(), true, true, img.kernelVersion().orElse(null), null, null);
-        } catch (ImageException e) {
+        } catch (HostSetupException e) {
             problems.add(new Problem("error", e.getMessage(), fix));
             return new ImageEntry(dir.toString(), present, false, null, e.getMessage(), fix);
         }

@@ -1,18 +1,13 @@
 package io.qvm.cli;
 
-import io.qvm.AcceleratorUnavailableException;
 import io.qvm.BootFailedException;
-import io.qvm.ImageException;
 import io.qvm.InvalidConfigException;
-import io.qvm.QemuNotFoundException;
 import io.qvm.RenderFailedException;
-import io.qvm.RequestTimeoutException;
-import io.qvm.SandboxCrashedException;
 import io.qvm.SandboxException;
-import io.qvm.TransportUnavailableException;
+import io.qvm.SandboxLostException;
+import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostOs;
-import io.qvm.backend.probe.UnsupportedHostException;
 import io.qvm.protocol.ErrorCode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -32,7 +27,7 @@ import java.util.concurrent.ExecutionException;
  * <tr><td>{@link RenderFailedException}</td><td>5 RENDER_FAILED with the worker's code
  *     (TOO_LARGE, LIMIT_EXCEEDED, PARSE_ERROR, UNSUPPORTED, BAD_REQUEST, INTERNAL); the worker's
  *     own TIMEOUT → 6</td></tr>
- * <tr><td>{@link RequestTimeoutException}</td><td>6 TIMEOUT</td></tr>
+ * <tr><td>{@link SandboxLostException}</td><td>6 TIMEOUT</td></tr>
  * <tr><td>{@link InvalidConfigException}</td><td>2 USAGE</td></tr>
  * <tr><td>{@link InterruptedException}</td><td>130 INTERRUPTED</td></tr>
  * <tr><td>anything else</td><td>1 ERROR</td></tr>
@@ -50,24 +45,18 @@ public final class Failures {
             return c;
         }
         String msg = e.getMessage() == null ? e.toString() : e.getMessage();
-        if (e instanceof QemuNotFoundException) {
-            HostOs os = HostOs.fromOsName(System.getProperty("os.name", ""));
-            Arch arch = Arch.fromOsArch(System.getProperty("os.arch", "")).orElse(Arch.X86_64);
-            return new CliException(ExitCode.HOST, "QEMU_NOT_FOUND", msg, InstallHints.qemu(os, arch), e);
-        }
-        if (e instanceof AcceleratorUnavailableException) {
-            return new CliException(ExitCode.HOST, "ACCELERATOR_UNAVAILABLE", msg,
-                    "run qvm doctor; --accelerator auto falls back to tcg", e);
-        }
-        if (e instanceof UnsupportedHostException) {
-            return new CliException(ExitCode.HOST, "UNSUPPORTED_HOST", msg, null, e);
-        }
-        if (e instanceof TransportUnavailableException) {
-            return new CliException(ExitCode.HOST, "TRANSPORT_UNAVAILABLE", msg, "use --transport serial", e);
-        }
-        if (e instanceof ImageException) {
-            Arch arch = Arch.fromOsArch(System.getProperty("os.arch", "")).orElse(Arch.X86_64);
-            return new CliException(ExitCode.IMAGE, "IMAGE", msg, InstallHints.imageBuild(arch), e);
+        if (e instanceof HostSetupException h) {
+            return switch (h.problem()) {
+                case QEMU_NOT_FOUND -> new CliException(ExitCode.HOST, "QEMU_NOT_FOUND", msg,
+                        InstallHints.qemu(HostOs.fromOsName(System.getProperty("os.name", "")), hostArch()), e);
+                case ACCELERATOR_UNAVAILABLE -> new CliException(ExitCode.HOST, "ACCELERATOR_UNAVAILABLE", msg,
+                        "run qvm doctor; --accelerator auto falls back to tcg", e);
+                case TRANSPORT_UNAVAILABLE -> new CliException(ExitCode.HOST, "TRANSPORT_UNAVAILABLE", msg,
+                        "use --transport serial", e);
+                case IMAGE_INVALID -> new CliException(ExitCode.IMAGE, "IMAGE", msg, InstallHints.imageBuild(hostArch()), e);
+                case HOST_UNSUPPORTED -> new CliException(ExitCode.HOST, "UNSUPPORTED_HOST", msg, null, e);
+                case QEMU_UNSUPPORTED -> new CliException(ExitCode.HOST, "QEMU_UNSUPPORTED", msg, null, e);
+            };
         }
         if (e instanceof BootFailedException) {
             return new CliException(ExitCode.BOOT_FAILED, "BOOT_FAILED", msg,
@@ -77,12 +66,11 @@ public final class Failures {
             ExitCode x = r.code() == ErrorCode.TIMEOUT ? ExitCode.TIMEOUT : ExitCode.RENDER_FAILED;
             return new CliException(x, r.code().name(), msg, null, e);
         }
-        if (e instanceof RequestTimeoutException) {
-            return new CliException(ExitCode.TIMEOUT, "TIMEOUT", msg,
-                    "raise --request-timeout; the sandbox that ran it was stopped", e);
-        }
-        if (e instanceof SandboxCrashedException) {
-            return new CliException(ExitCode.ERROR, "SANDBOX_CRASHED", msg, null, e);
+        if (e instanceof SandboxLostException l) {
+            return l.reason() == SandboxLostException.Reason.DEADLINE_EXCEEDED
+                    ? new CliException(ExitCode.TIMEOUT, "TIMEOUT", msg,
+                            "raise --request-timeout; the sandbox that ran it was stopped", e)
+                    : new CliException(ExitCode.ERROR, "SANDBOX_CRASHED", msg, null, e);
         }
         if (e instanceof InvalidConfigException) {
             return new CliException(ExitCode.USAGE, "INVALID_CONFIG", msg, null, e);
@@ -97,6 +85,10 @@ public final class Failures {
             return new CliException(ExitCode.ERROR, "IO_ERROR", msg, null, e);
         }
         return new CliException(ExitCode.ERROR, "INTERNAL", e.getClass().getSimpleName() + ": " + msg, null, e);
+    }
+
+    private static Arch hostArch() {
+        return Arch.fromOsArch(System.getProperty("os.arch", "")).orElse(Arch.X86_64);
     }
 
     private static Throwable unwrap(Throwable t) {

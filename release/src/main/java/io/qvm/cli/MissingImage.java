@@ -1,6 +1,6 @@
 package io.qvm.cli;
 
-import io.qvm.ImageException;
+import io.qvm.HostSetupException;
 import io.qvm.backend.image.GuestImage;
 import io.qvm.protocol.image.Arch;
 import java.nio.file.Path;
@@ -24,7 +24,7 @@ final class MissingImage {
         try {
             GuestImage.load(imageRoot, arch);
             return;
-        } catch (ImageException missing) {
+        } catch (HostSetupException missing) {
             progress.line("guest image: " + firstLine(missing.getMessage()));
             progress.line("building the guest image for " + arch.qemuName() + " (the first build downloads the pinned "
                     + "Debian packages and takes a few minutes)");

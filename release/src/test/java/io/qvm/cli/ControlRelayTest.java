@@ -6,11 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.DocumentTooLargeException;
 import io.qvm.RenderFailedException;
-import io.qvm.RequestTimeoutException;
-import io.qvm.SandboxCrashedException;
-import io.qvm.UnsupportedDocumentException;
+import io.qvm.SandboxLostException;
 import io.qvm.cli.control.ControlClient;
 import io.qvm.cli.control.ControlServer;
 import io.qvm.protocol.ErrorCode;
@@ -72,21 +69,22 @@ class ControlRelayTest {
     @Test
     void typedFailuresCrossTheSocket() throws IOException {
         target.then(q -> {
-            throw new UnsupportedDocumentException("external resources are refused");
+            throw new RenderFailedException(ErrorCode.UNSUPPORTED, "external resources are refused");
         }).then(q -> {
-            throw new RequestTimeoutException("overran");
+            throw new SandboxLostException(SandboxLostException.Reason.DEADLINE_EXCEEDED, "overran");
         }).then(q -> {
-            throw new SandboxCrashedException("the worker ran out of memory");
+            throw new SandboxLostException(SandboxLostException.Reason.CRASHED, "the worker ran out of memory");
         }).then(q -> {
             throw new IllegalStateException("boom");
         });
         RenderRequest req = RenderRequest.svg("<svg/>".getBytes());
         try (ControlClient c = client()) {
-            UnsupportedDocumentException u = assertThrows(UnsupportedDocumentException.class, () -> c.render(req, DEADLINE));
+            RenderFailedException u = assertThrows(RenderFailedException.class, () -> c.render(req, DEADLINE));
+            assertEquals(ErrorCode.UNSUPPORTED, u.code());
             assertEquals(ErrorCode.UNSUPPORTED, u.code());
             assertTrue(u.getMessage().endsWith("external resources are refused"), u.getMessage());
-            assertThrows(RequestTimeoutException.class, () -> c.render(req, DEADLINE));
-            assertThrows(SandboxCrashedException.class, () -> c.render(req, DEADLINE));
+            assertEquals(SandboxLostException.Reason.DEADLINE_EXCEEDED, assertThrows(SandboxLostException.class, () -> c.render(req, DEADLINE)).reason());
+            assertEquals(SandboxLostException.Reason.CRASHED, assertThrows(SandboxLostException.class, () -> c.render(req, DEADLINE)).reason());
             io.qvm.SandboxException other = assertThrows(io.qvm.SandboxException.class, () -> c.render(req, DEADLINE));
             assertTrue(other.getMessage().contains("boom"));
             // the connection is still usable after every failure
@@ -97,8 +95,9 @@ class ControlRelayTest {
     @Test
     void aRequestAboveTheServersLimitIsSkippedAndAnsweredTooLarge() throws IOException {
         try (ControlClient c = client()) {
-            DocumentTooLargeException e = assertThrows(DocumentTooLargeException.class,
+            RenderFailedException e = assertThrows(RenderFailedException.class,
                     () -> c.echo(new byte[5000], DEADLINE));
+            assertEquals(ErrorCode.TOO_LARGE, e.code());
             assertEquals(ErrorCode.TOO_LARGE, e.code());
             assertArrayEquals(new byte[] {7}, c.echo(new byte[] {7}, DEADLINE));
         }
@@ -133,8 +132,10 @@ class ControlRelayTest {
             return new RenderResult(FakeTargets.png(1, 1), 1, 1, 0);
         });
         try (ControlClient c = client()) {
-            assertThrows(RequestTimeoutException.class,
+            CliException e = assertThrows(CliException.class,
                     () -> c.render(RenderRequest.svg("<svg/>".getBytes()), Duration.ofMillis(300)));
+            assertEquals(ExitCode.TIMEOUT, e.exitCode());
+            assertEquals("TIMEOUT", e.code());
         } finally {
             release.countDown();
         }

@@ -36,7 +36,7 @@ class FakeImageTool implements ImageTool {
     static final ImageTool NO_BUILDS = new FakeImageTool() {
         @Override
         public Report build(Arch arch, Path outDir, Consumer<String> progress) {
-            throw new io.qvm.ImageException("no guest image at " + outDir.resolve(arch.qemuName())
+            throw new io.qvm.HostSetupException(io.qvm.HostSetupException.Problem.IMAGE_INVALID, "no guest image at " + outDir.resolve(arch.qemuName())
                     + " and this test builds none");
         }
     };

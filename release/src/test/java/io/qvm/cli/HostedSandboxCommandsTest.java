@@ -1,14 +1,14 @@
 package io.qvm.cli;
 
+import io.qvm.protocol.ErrorCode;
+import io.qvm.RenderFailedException;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.qvm.DocumentParseException;
-import io.qvm.LimitExceededException;
-import io.qvm.RequestTimeoutException;
+import io.qvm.SandboxLostException;
 import io.qvm.backend.process.SandboxState;
 import io.qvm.backend.process.SocketPaths;
 import io.qvm.backend.process.StateDirectory;
@@ -137,7 +137,7 @@ class HostedSandboxCommandsTest {
         Path doc = tmp.resolve("in.svg");
         Files.writeString(doc, "<svg");
         target.then(q -> {
-            throw new DocumentParseException("XML document structures must start and end within the same entity");
+            throw new RenderFailedException(ErrorCode.PARSE_ERROR, "XML document structures must start and end within the same entity");
         });
         CliRun.Result r = CliRun.run(ctx, "render", doc.toString(), "--json");
         assertEquals(5, r.exit(), r.toString());
@@ -146,14 +146,14 @@ class HostedSandboxCommandsTest {
         assertTrue(r.err().contains("same entity"), r.err());
 
         target.then(q -> {
-            throw new LimitExceededException("40000 x 40000 is above maxPixels");
+            throw new RenderFailedException(ErrorCode.LIMIT_EXCEEDED, "40000 x 40000 is above maxPixels");
         });
         r = CliRun.run(ctx, "render", doc.toString(), "--json");
         assertEquals(5, r.exit(), r.toString());
         assertEquals("LIMIT_EXCEEDED", r.json().path("code").asText());
 
         target.then(q -> {
-            throw new RequestTimeoutException("render overran 60 s");
+            throw new SandboxLostException(SandboxLostException.Reason.DEADLINE_EXCEEDED, "render overran 60 s");
         });
         r = CliRun.run(ctx, "render", doc.toString(), "--json");
         assertEquals(6, r.exit(), r.toString());

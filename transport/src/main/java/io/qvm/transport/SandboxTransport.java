@@ -38,7 +38,7 @@ import java.util.concurrent.CompletableFuture;
  *   (the reply was skipped without allocation; the transport goes on);</li>
  *   <li>a reply with an unusable header or the wrong kind → {@link FrameCorruptException};</li>
  *   <li>connection loss or {@link #close()} → every pending request at once with
- *   {@link TransportClosedException} (its cause says why).</li>
+ *   {@link TransportException} (its cause says why).</li>
  * </ul>
  * A request above the worker's limits fails with {@link FrameTooLargeException} before a byte is
  * written. There is no per-request deadline here: use {@code orTimeout} on the future (an
@@ -57,8 +57,8 @@ public interface SandboxTransport extends AutoCloseable {
      * before it (stale bytes, stale READYs with another nonce, any other frame).
      *
      * @param hello its limits must be the ones this transport was opened with
-     * @throws HandshakeTimeoutException no such READY within {@code deadline}; says what was discarded
-     * @throws TransportClosedException the connection was lost (or closed) first
+     * @throws TransportException no such READY within {@code deadline}; says what was discarded
+     * @throws TransportException the connection was lost (or closed) first
      * @throws IllegalStateException the handshake already succeeded on this transport
      */
     Ready handshake(Hello hello, Duration deadline) throws TransportException, InterruptedException;
@@ -79,7 +79,7 @@ public interface SandboxTransport extends AutoCloseable {
 
     /**
      * Completes when the transport is closed: normally after {@link #close()}, exceptionally with
-     * {@link TransportClosedException} when the connection was lost first.
+     * {@link TransportException} when the connection was lost first.
      */
     CompletableFuture<Void> closed();
 
@@ -95,7 +95,7 @@ public interface SandboxTransport extends AutoCloseable {
      */
     long discardedFrames();
 
-    /** Fails pending requests with {@link TransportClosedException} and releases everything. Idempotent. */
+    /** Fails pending requests with {@link TransportException} and releases everything. Idempotent. */
     @Override
     void close();
 }

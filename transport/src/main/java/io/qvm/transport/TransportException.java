@@ -1,21 +1,64 @@
 package io.qvm.transport;
 
 import java.io.IOException;
+import java.time.Duration;
+import java.util.Objects;
 
 /**
- * Root of every typed failure of the qvm transport: the frame format ({@link FrameException}),
- * the connection ({@link TransportConnectException}, {@link TransportClosedException}), the
- * handshake ({@link HandshakeTimeoutException}) and the worker's own typed answers
- * ({@link WorkerErrorException}). Each subclass names the unmet condition and what to do.
+ * The transport's one failure: no connection to the worker could be made, the connection is gone,
+ * or the handshake did not complete. {@link #reason()} says which; the message names the endpoint
+ * or the session and what to look at. Frames the transport refuses fail with the protocol's
+ * {@link io.qvm.protocol.FrameException}, and a worker's typed answer with
+ * {@link WorkerErrorException}. In every case the usual reaction is the same: close the transport
+ * and replace the sandbox.
  */
-public abstract class TransportException extends IOException {
+public class TransportException extends IOException {
     private static final long serialVersionUID = 1L;
 
-    protected TransportException(String message) {
-        super(message);
+    /** What went wrong. */
+    public enum Reason {
+        /**
+         * No connection to the worker's endpoint could be made: the deadline passed while the
+         * socket was still absent or refusing, or the peer (the QEMU process) died first. The
+         * message names the endpoint, the number of attempts and the last error (the cause).
+         */
+        CONNECT_FAILED,
+        /**
+         * The connection is gone — the peer closed it, the VM died, or the host closed the
+         * transport — so no pending request will be answered; they all fail at the same moment.
+         */
+        CLOSED,
+        /**
+         * No READY carrying this session's nonce arrived within the handshake deadline. The
+         * message counts what arrived instead: zero bytes means the worker never wrote (it did not
+         * start, or the guest has not opened its port yet — look at the guest console); bytes
+         * without frames mean noise on the port; frames mean a stale or out-of-turn worker.
+         */
+        HANDSHAKE_TIMEOUT
     }
 
-    protected TransportException(String message, Throwable cause) {
+    private final Reason reason;
+
+    public TransportException(Reason reason, String message) {
+        this(reason, message, null);
+    }
+
+    public TransportException(Reason reason, String message, Throwable cause) {
         super(message, cause);
+        this.reason = Objects.requireNonNull(reason, "reason");
+    }
+
+    /** The {@link Reason#HANDSHAKE_TIMEOUT} failure, with what was discarded meanwhile. */
+    public static TransportException handshakeTimeout(String transportKind, Duration deadline, long discardedBytes,
+            long discardedFrames, String discardedSummary) {
+        return new TransportException(Reason.HANDSHAKE_TIMEOUT, "no READY with this session's nonce on the "
+                + transportKind + " transport within " + deadline + "; discarded meanwhile: " + discardedBytes
+                + " stale or rejected bytes and " + discardedFrames + " frames"
+                + (discardedSummary.isEmpty() ? "" : " (" + discardedSummary + ")")
+                + ". Check that the worker started (guest console) and that host and image are from the same release");
+    }
+
+    public Reason reason() {
+        return reason;
     }
 }

@@ -2,6 +2,7 @@ package io.qvm.transport;
 
 import io.qvm.protocol.ErrorCode;
 import io.qvm.protocol.ErrorReply;
+import java.io.IOException;
 import java.util.Objects;
 
 /**
@@ -11,7 +12,7 @@ import java.util.Objects;
  * input asks for more than the configured limits, {@link ErrorCode#PARSE_ERROR} and
  * {@link ErrorCode#UNSUPPORTED} mean a bad document, {@link ErrorCode#INTERNAL} is a worker bug.
  */
-public final class WorkerErrorException extends TransportException {
+public final class WorkerErrorException extends IOException {
     private static final long serialVersionUID = 1L;
 
     private final transient ErrorReply reply;

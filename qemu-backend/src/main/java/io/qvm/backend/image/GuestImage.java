@@ -1,8 +1,8 @@
 package io.qvm.backend.image;
 
+import io.qvm.HostSetupException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.qvm.ImageException;
 import io.qvm.backend.internal.Sha256;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
@@ -84,36 +84,36 @@ public record GuestImage(Arch arch, Path dir, JsonNode manifest, Map<String, Str
     /**
      * Loads and verifies the image for {@code arch} under {@code root}.
      *
-     * @throws ImageException naming the missing file or the mismatching hash, and how to rebuild
+     * @throws HostSetupException naming the missing file or the mismatching hash, and how to rebuild
      */
     public static GuestImage load(Path root, Arch arch) {
         Path dir = root.resolve(arch.qemuName());
         String rebuild = " Build it with: ./qvm image build --arch " + arch.qemuName()
                 + (root.equals(defaultRoot()) ? "" : " --out " + root);
         if (!Files.isDirectory(dir)) {
-            throw new ImageException("no guest image for " + arch.qemuName() + " at " + dir + "." + rebuild);
+            throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, "no guest image for " + arch.qemuName() + " at " + dir + "." + rebuild);
         }
         Path sums = dir.resolve(SUMS);
         if (!Files.isRegularFile(sums)) {
-            throw new ImageException("the guest image at " + dir + " has no " + SUMS + "." + rebuild);
+            throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, "the guest image at " + dir + " has no " + SUMS + "." + rebuild);
         }
         Map<String, String> expected = parseSums(sums, rebuild);
         for (String f : REQUIRED) {
             if (!expected.containsKey(f)) {
-                throw new ImageException(SUMS + " at " + dir + " does not list " + f + "." + rebuild);
+                throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, SUMS + " at " + dir + " does not list " + f + "." + rebuild);
             }
         }
         for (Map.Entry<String, String> e : expected.entrySet()) {
             Path file = dir.resolve(e.getKey()).normalize();
             if (!file.getParent().equals(dir.normalize())) {
-                throw new ImageException(SUMS + " at " + dir + " names a file outside the image: " + e.getKey());
+                throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, SUMS + " at " + dir + " names a file outside the image: " + e.getKey());
             }
             if (!Files.isRegularFile(file)) {
-                throw new ImageException("the guest image at " + dir + " is missing " + e.getKey() + "." + rebuild);
+                throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, "the guest image at " + dir + " is missing " + e.getKey() + "." + rebuild);
             }
             String actual = sha256(file);
             if (!actual.equals(e.getValue())) {
-                throw new ImageException("checksum mismatch for " + file + ": SHA256SUMS says " + e.getValue()
+                throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, "checksum mismatch for " + file + ": SHA256SUMS says " + e.getValue()
                         + ", the file has " + actual + ". The image is damaged or was modified." + rebuild);
             }
         }
@@ -121,11 +121,11 @@ public record GuestImage(Arch arch, Path dir, JsonNode manifest, Map<String, Str
         try {
             manifest = JSON.readTree(dir.resolve(MANIFEST).toFile());
         } catch (IOException ex) {
-            throw new ImageException("manifest.json at " + dir + " is not valid JSON." + rebuild, ex);
+            throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, "manifest.json at " + dir + " is not valid JSON." + rebuild, ex);
         }
         String manifestArch = manifest.path("arch").asText(arch.qemuName());
         if (!manifestArch.equals(arch.qemuName())) {
-            throw new ImageException("the image at " + dir + " is for " + manifestArch + ", not " + arch.qemuName()
+            throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, "the image at " + dir + " is for " + manifestArch + ", not " + arch.qemuName()
                     + "." + rebuild);
         }
         return new GuestImage(arch, dir, manifest, expected);
@@ -137,7 +137,7 @@ public record GuestImage(Arch arch, Path dir, JsonNode manifest, Map<String, Str
         try {
             lines = Files.readAllLines(sums);
         } catch (IOException e) {
-            throw new ImageException("cannot read " + sums + ": " + e.getMessage(), e);
+            throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, "cannot read " + sums + ": " + e.getMessage(), e);
         }
         for (String line : lines) {
             if (line.isBlank()) {
@@ -145,7 +145,7 @@ public record GuestImage(Arch arch, Path dir, JsonNode manifest, Map<String, Str
             }
             // sha256sum format: 64 hex digits, two characters (" " or " *"), the file name
             if (line.length() < 67 || !line.substring(0, 64).matches("[0-9a-f]{64}")) {
-                throw new ImageException(sums + " has a malformed line: " + line + "." + rebuild);
+                throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, sums + " has a malformed line: " + line + "." + rebuild);
             }
             out.put(line.substring(66).trim(), line.substring(0, 64));
         }
@@ -156,7 +156,7 @@ public record GuestImage(Arch arch, Path dir, JsonNode manifest, Map<String, Str
         try {
             return Sha256.of(file);
         } catch (IOException e) {
-            throw new ImageException("cannot read " + file + ": " + e.getMessage(), e);
+            throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, "cannot read " + file + ": " + e.getMessage(), e);
         }
     }
 }

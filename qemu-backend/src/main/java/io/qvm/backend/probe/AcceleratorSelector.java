@@ -1,8 +1,8 @@
 package io.qvm.backend.probe;
 
+import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
 import io.qvm.Accelerator;
-import io.qvm.AcceleratorUnavailableException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -60,7 +60,7 @@ public final class AcceleratorSelector {
     /**
      * Chooses the accelerator.
      *
-     * @throws AcceleratorUnavailableException for an explicit preference that fails a layer, or
+     * @throws HostSetupException for an explicit preference that fails a layer, or
      *     when even TCG fails (no QEMU for the guest, or the probe kernel does not boot)
      */
     public AcceleratorChoice select(Accelerator preference, HostInfo host, Arch guest) {
@@ -70,7 +70,7 @@ public final class AcceleratorSelector {
             Optional<LayerVerdict> failed = evaluate(preference, host, guest, all);
             if (failed.isPresent()) {
                 LayerVerdict f = failed.get();
-                throw new AcceleratorUnavailableException("accelerator " + preference.qemuName() + " was requested but "
+                throw new HostSetupException(HostSetupException.Problem.ACCELERATOR_UNAVAILABLE, "accelerator " + preference.qemuName() + " was requested but "
                         + "is not usable: layer '" + f.layer().label() + "' failed: " + f.reason()
                         + (f.fix().isEmpty() ? "" : ". Fix: " + f.fix())
                         + ". (Accelerator AUTO would fall back to TCG.)");
@@ -91,7 +91,7 @@ public final class AcceleratorSelector {
         Optional<LayerVerdict> tcgFailed = evaluate(Accelerator.TCG, host, guest, all);
         if (tcgFailed.isPresent()) {
             LayerVerdict f = tcgFailed.get();
-            throw new AcceleratorUnavailableException("no accelerator works for a " + guest.qemuName() + " guest: "
+            throw new HostSetupException(HostSetupException.Problem.ACCELERATOR_UNAVAILABLE, "no accelerator works for a " + guest.qemuName() + " guest: "
                     + (fallbackReason == null ? "" : fallbackReason + "; and ") + "tcg failed layer '"
                     + f.layer().label() + "': " + f.reason() + (f.fix().isEmpty() ? "" : ". Fix: " + f.fix()));
         }

@@ -1,9 +1,9 @@
 package io.qvm.backend.probe;
 
+import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
 import io.qvm.Accelerator;
 import io.qvm.backend.qemu.MachineProfile;
-import io.qvm.backend.qemu.UnsupportedQemuSetupException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -65,7 +65,7 @@ public final class FunctionalCheck implements AcceleratorCheck {
         MachineProfile profile;
         try {
             profile = MachineProfile.select(host.os(), host.arch(), guestArch, a, qemu.get().version());
-        } catch (UnsupportedQemuSetupException e) {
+        } catch (HostSetupException e) {
             return LayerVerdict.fail(a, Layer.FUNCTIONAL, e.getMessage(), "use TCG");
         }
         String key = cacheKey(host, qemu.get(), profile, guestArch);

@@ -1,7 +1,7 @@
 package io.qvm.backend.probe;
 
+import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
-import io.qvm.QemuNotFoundException;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -29,10 +29,10 @@ public record HostInfo(HostOs os, Arch arch, Map<Arch, QemuInstallation> qemus) 
     /**
      * The QEMU that emulates {@code guest}.
      *
-     * @throws QemuNotFoundException naming the package to install
+     * @throws HostSetupException naming the package to install
      */
     public QemuInstallation requireQemu(Arch guest) {
-        return qemu(guest).orElseThrow(() -> new QemuNotFoundException(
+        return qemu(guest).orElseThrow(() -> new HostSetupException(HostSetupException.Problem.QEMU_NOT_FOUND, 
                 "no qemu-system-" + guest.qemuName() + " found (searched $QVM_QEMU, PATH and the usual install "
                         + "directories): " + QemuLocator.installHint(os, guest)));
     }

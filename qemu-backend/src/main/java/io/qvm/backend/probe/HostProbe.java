@@ -1,7 +1,7 @@
 package io.qvm.backend.probe;
 
+import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
-import io.qvm.QemuNotFoundException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -57,12 +57,12 @@ public final class HostProbe {
     /**
      * Probes the host.
      *
-     * @throws UnsupportedHostException when the CPU architecture is neither x86_64 nor aarch64
-     * @throws QemuNotFoundException    when a found QEMU binary does not run or print a version
+     * @throws HostSetupException when the CPU architecture is neither x86_64 nor aarch64
+     * @throws HostSetupException    when a found QEMU binary does not run or print a version
      */
     public HostInfo probe() {
         HostOs os = HostOs.fromOsName(osName);
-        Arch arch = Arch.fromOsArch(osArch).orElseThrow(() -> new UnsupportedHostException(
+        Arch arch = Arch.fromOsArch(osArch).orElseThrow(() -> new HostSetupException(HostSetupException.Problem.HOST_UNSUPPORTED, 
                 "unsupported host CPU architecture '" + osArch + "': qvm runs on x86_64 and aarch64 hosts"));
         Map<Arch, QemuInstallation> found = new EnumMap<>(Arch.class);
         for (Arch guest : Arch.values()) {
@@ -78,7 +78,7 @@ public final class HostProbe {
         try {
             v = QemuVersion.parse(version.stdout());
         } catch (IllegalArgumentException e) {
-            throw new QemuNotFoundException(binary + " --version printed no QEMU version (exit "
+            throw new HostSetupException(HostSetupException.Problem.QEMU_NOT_FOUND, binary + " --version printed no QEMU version (exit "
                     + version.exitCode() + "): " + e.getMessage());
         }
         CommandRunner.Result help = runChecked(List.of(binary.toString(), "-accel", "help"), binary);
@@ -89,13 +89,13 @@ public final class HostProbe {
         try {
             CommandRunner.Result r = runner.run(argv, COMMAND_DEADLINE);
             if (!r.ok()) {
-                throw new QemuNotFoundException(String.join(" ", argv) + " failed (exit " + r.exitCode()
+                throw new HostSetupException(HostSetupException.Problem.QEMU_NOT_FOUND, String.join(" ", argv) + " failed (exit " + r.exitCode()
                         + (r.timedOut() ? ", killed after " + COMMAND_DEADLINE.toSeconds() + " s" : "") + "): "
                         + r.stderr().strip());
             }
             return r;
         } catch (UncheckedIOException e) {
-            throw new QemuNotFoundException("cannot run " + binary + ": " + e.getMessage(), e);
+            throw new HostSetupException(HostSetupException.Problem.QEMU_NOT_FOUND, "cannot run " + binary + ": " + e.getMessage(), e);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.qvm.backend.qemu;
 
+import io.qvm.HostSetupException;
 import io.qvm.Accelerator;
 import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostOs;
@@ -76,7 +77,7 @@ public record MachineProfile(String machine, String cpu, String accel, String co
     /**
      * Chooses the profile.
      *
-     * @throws UnsupportedQemuSetupException when the pair cannot work (a hardware accelerator with
+     * @throws HostSetupException when the pair cannot work (a hardware accelerator with
      *     a foreign guest, AUTO, or a QEMU too old for the accelerator)
      */
     public static MachineProfile select(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
@@ -93,15 +94,15 @@ public record MachineProfile(String machine, String cpu, String accel, String co
             QemuVersion version, boolean templated) {
         Objects.requireNonNull(accelerator, "accelerator");
         if (accelerator == Accelerator.AUTO) {
-            throw new UnsupportedQemuSetupException("accelerator AUTO must be resolved (AcceleratorSelector) before "
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "accelerator AUTO must be resolved (AcceleratorSelector) before "
                     + "building a QEMU command line");
         }
         if (accelerator != Accelerator.TCG && hostArch != guestArch) {
-            throw new UnsupportedQemuSetupException(accelerator.qemuName() + " cannot run a " + guestArch.qemuName()
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, accelerator.qemuName() + " cannot run a " + guestArch.qemuName()
                     + " guest on a " + hostArch.qemuName() + " host: use TCG");
         }
         if (accelerator == Accelerator.HVF && guestArch == Arch.AARCH64 && !version.atLeast(6, 2)) {
-            throw new UnsupportedQemuSetupException("HVF on Apple silicon needs QEMU >= 6.2, this is " + version);
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "HVF on Apple silicon needs QEMU >= 6.2, this is " + version);
         }
         String accel = accel(accelerator, hostArch, guestArch);
         if (guestArch == Arch.AARCH64) {

@@ -1,5 +1,6 @@
 package io.qvm.backend.qemu;
 
+import io.qvm.HostSetupException;
 import io.qvm.Accelerator;
 import io.qvm.SandboxConfig;
 import io.qvm.backend.probe.HostOs;
@@ -61,7 +62,7 @@ public final class QemuCommand {
     /**
      * Builds the argv (argv[0] is the QEMU binary).
      *
-     * @throws UnsupportedQemuSetupException when the inputs describe a VM this QEMU cannot run:
+     * @throws HostSetupException when the inputs describe a VM this QEMU cannot run:
      *     too old a QEMU, a socket path too long, vsock off Linux, a hardware accelerator for a
      *     foreign guest, AUTO instead of a concrete accelerator
      */
@@ -72,7 +73,7 @@ public final class QemuCommand {
         MachineProfile p = MachineProfile.select(in.hostOs(), in.hostArch(), in.guestArch(), in.accelerator(),
                 in.qemuVersion(), templated);
         if (templated && !p.vmgenid()) {
-            throw new UnsupportedQemuSetupException("machine " + p.machine() + " (" + in.guestArch().qemuName()
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "machine " + p.machine() + " (" + in.guestArch().qemuName()
                     + " guest) has no vmgenid device, so clones of a template would share the guest's random "
                     + "state: it cannot be used as a template");
         }
@@ -120,7 +121,7 @@ public final class QemuCommand {
         if (in.transport() instanceof GuestTransport.Vsock) {
             GuestTransport.Vsock v = (GuestTransport.Vsock) in.transport();
             if (in.hostOs() != HostOs.LINUX) {
-                throw new UnsupportedQemuSetupException("vsock needs vhost-vsock, which only Linux hosts have (this "
+                throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "vsock needs vhost-vsock, which only Linux hosts have (this "
                         + "host is " + in.hostOs() + "): use transport SERIAL");
             }
             add(a, "-device", "vhost-vsock-" + bus + ",guest-cid=" + v.guestCid());
@@ -171,15 +172,15 @@ public final class QemuCommand {
 
     private static void checkVersion(QemuCommandInput in) {
         if (in.qemuVersion().compareTo(MIN_QEMU) < 0) {
-            throw new UnsupportedQemuSetupException("QEMU " + in.qemuVersion() + " at " + in.qemuBinary()
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "QEMU " + in.qemuVersion() + " at " + in.qemuBinary()
                     + " is too old: qvm needs QEMU >= " + MIN_QEMU + "; upgrade QEMU");
         }
         if (in.hostOs() == HostOs.WINDOWS && in.qemuVersion().compareTo(MIN_QEMU_WINDOWS) < 0) {
-            throw new UnsupportedQemuSetupException("QEMU " + in.qemuVersion() + " on Windows has no unix-socket "
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "QEMU " + in.qemuVersion() + " on Windows has no unix-socket "
                     + "chardevs (they arrived in " + MIN_QEMU_WINDOWS + "); upgrade QEMU");
         }
         if (in.accelerator() == Accelerator.AUTO) {
-            throw new UnsupportedQemuSetupException("accelerator AUTO must be resolved (AcceleratorSelector) before "
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "accelerator AUTO must be resolved (AcceleratorSelector) before "
                     + "building a QEMU command line");
         }
     }
@@ -192,7 +193,7 @@ public final class QemuCommand {
     private static String socketOpt(String what, Path socket) {
         int len = socket.toString().getBytes(StandardCharsets.UTF_8).length;
         if (len > MAX_SOCKET_PATH_BYTES) {
-            throw new UnsupportedQemuSetupException(what + " path is " + len + " bytes, longer than the "
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, what + " path is " + len + " bytes, longer than the "
                     + MAX_SOCKET_PATH_BYTES + " a unix socket path may have on every OS: " + socket
                     + " — use a shorter state/runtime directory (e.g. under /tmp)");
         }

@@ -1,14 +1,13 @@
 package io.qvm.backend.sandbox;
 
+import io.qvm.protocol.ErrorCode;
 import io.qvm.protocol.Messages;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.BootReport;
-import io.qvm.DocumentTooLargeException;
 import io.qvm.RenderFailedException;
-import io.qvm.RequestTimeoutException;
+import io.qvm.SandboxLostException;
 import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
-import io.qvm.SandboxCrashedException;
 import io.qvm.SandboxException;
 import io.qvm.backend.process.QemuProcess;
 import io.qvm.backend.process.SandboxState;
@@ -161,9 +160,10 @@ public final class QemuSandbox implements Sandbox {
                 String consoleTail = qemu.consoleTail(QemuProcess.TAIL_BYTES);
                 String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
                 stop(false);
-                throw new RequestTimeoutException("TIMEOUT: the " + what + " request overran the request deadline of "
+                throw new SandboxLostException(SandboxLostException.Reason.DEADLINE_EXCEEDED, "TIMEOUT: the " + what + " request overran the request deadline of "
                         + deadline.toMillis() + " ms; sandbox " + id + " was stopped. Start a fresh sandbox for the "
-                        + "next request (or raise SandboxConfig.requestTimeout).", null, consoleTail, stderrTail);
+                        + "next request (or raise SandboxConfig.requestTimeout).", null, consoleTail, stderrTail,
+                        console.workerExitStatus().orElse(null));
             } catch (ExecutionException e) {
                 throw mapFailure(e.getCause(), what);
             } catch (InterruptedException e) {
@@ -175,10 +175,10 @@ public final class QemuSandbox implements Sandbox {
 
     private SandboxException mapFailure(Throwable cause, String what) {
         if (cause instanceof WorkerErrorException w) {
-            return RenderFailedException.of(w.code(), w.reply().message());
+            return new RenderFailedException(w.code(), w.reply().message());
         }
         if (cause instanceof FrameTooLargeException t) {
-            return new DocumentTooLargeException(what + " " + t.getMessage()
+            return new RenderFailedException(ErrorCode.TOO_LARGE, what + " " + t.getMessage()
                     + " (limits come from SandboxConfig.maxRequestBytes / maxResponseBytes)");
         }
         // The connection is gone: QEMU died, or the worker ended (the guest then powers off).
@@ -191,13 +191,13 @@ public final class QemuSandbox implements Sandbox {
         String consoleTail = qemu.consoleTail(QemuProcess.TAIL_BYTES);
         String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
         stop(false);
-        return new SandboxCrashedException("sandbox " + id + " died during the " + what + " request (" + how + worker
+        return new SandboxLostException(SandboxLostException.Reason.CRASHED, "sandbox " + id + " died during the " + what + " request (" + how + worker
                 + "): " + cause.getMessage(), cause, consoleTail, stderrTail, console.workerExitStatus().orElse(null));
     }
 
     private void ensureOpen() {
         if (closed.get()) {
-            throw new SandboxCrashedException("sandbox " + id + " is closed" + qemu.exitInfo()
+            throw new SandboxLostException(SandboxLostException.Reason.CRASHED, "sandbox " + id + " is closed" + qemu.exitInfo()
                     .map(x -> " (QEMU " + x.describe() + ")").orElse("") + "; start a new one");
         }
     }

@@ -1,5 +1,6 @@
 package io.qvm.backend.probe;
 
+import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -7,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.qvm.Accelerator;
-import io.qvm.AcceleratorUnavailableException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -64,8 +64,9 @@ class AcceleratorSelectorTest {
     void explicitPreferenceThatFailsIsAnErrorNamingLayerAndFix() {
         AcceleratorCheck host = failing(Layer.HOST_SUPPORT, Set.of(Accelerator.KVM),
                 "/dev/kvm exists but is not readable and writable", HostSupportCheck.FIX_KVM_GROUP);
-        AcceleratorUnavailableException e = assertThrows(AcceleratorUnavailableException.class,
+        HostSetupException e = assertThrows(HostSetupException.class,
                 () -> new AcceleratorSelector(PASS, host, PASS).select(Accelerator.KVM, LINUX));
+        assertEquals(HostSetupException.Problem.ACCELERATOR_UNAVAILABLE, e.problem());
         assertTrue(e.getMessage().contains("layer 'host-support' failed"), e.getMessage());
         assertTrue(e.getMessage().contains("add your user to the kvm group"), e.getMessage());
     }
@@ -94,8 +95,9 @@ class AcceleratorSelectorTest {
     void whenEvenTcgFailsTheErrorSaysSo() {
         AcceleratorCheck compiled = failing(Layer.COMPILED_IN, Set.of(Accelerator.KVM, Accelerator.TCG),
                 "no qemu-system-x86_64 found", "install qemu-system-x86 (apt-get install qemu-system-x86)");
-        AcceleratorUnavailableException e = assertThrows(AcceleratorUnavailableException.class,
+        HostSetupException e = assertThrows(HostSetupException.class,
                 () -> new AcceleratorSelector(compiled, PASS, PASS).select(Accelerator.AUTO, LINUX));
+        assertEquals(HostSetupException.Problem.ACCELERATOR_UNAVAILABLE, e.problem());
         assertTrue(e.getMessage().contains("apt-get install qemu-system-x86"), e.getMessage());
     }
 

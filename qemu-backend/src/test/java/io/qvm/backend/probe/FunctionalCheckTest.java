@@ -1,5 +1,6 @@
 package io.qvm.backend.probe;
 
+import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -7,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.qvm.Accelerator;
-import io.qvm.AcceleratorUnavailableException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -147,8 +147,9 @@ class FunctionalCheckTest {
             assertEquals(Accelerator.TCG, c.accelerator());
             assertTrue(c.fellBack());
             assertTrue(c.warning().orElseThrow().contains("kvm is not usable"));
-            AcceleratorUnavailableException e = assertThrows(AcceleratorUnavailableException.class,
+            HostSetupException e = assertThrows(HostSetupException.class,
                     () -> s.select(Accelerator.KVM, h));
+            assertEquals(HostSetupException.Problem.ACCELERATOR_UNAVAILABLE, e.problem());
             assertTrue(e.getMessage().contains("layer '" + kvmLast.layer().label() + "' failed"), e.getMessage());
         }
     }

@@ -1,5 +1,6 @@
 package io.qvm.backend.qemu;
 
+import io.qvm.HostSetupException;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -60,15 +61,17 @@ class QemuCommandTest {
         Path ok = Path.of("/tmp/" + "s".repeat(98));
         assertEquals(103, ok.toString().length());
         QemuCommand.build(linuxTcg().qmpSocket(ok).build());
-        UnsupportedQemuSetupException e = assertThrows(UnsupportedQemuSetupException.class,
+        HostSetupException e = assertThrows(HostSetupException.class,
                 () -> QemuCommand.build(linuxTcg().qmpSocket(Path.of(longDir + "/qmp.sock")).build()));
+        assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, e.problem());
         assertTrue(e.getMessage().startsWith("qmpSocket path is 104 bytes, longer than the 103"), e.getMessage());
-        UnsupportedQemuSetupException e2 = assertThrows(UnsupportedQemuSetupException.class, () -> QemuCommand.build(
+        HostSetupException e2 = assertThrows(HostSetupException.class, () -> QemuCommand.build(
                 linuxTcg().transport(new GuestTransport.Serial(Path.of(longDir + "/wrk.sock"))).build()));
+        assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, e2.problem());
         assertTrue(e2.getMessage().startsWith("serial socket path is 104 bytes"), e2.getMessage());
         // bytes, not chars: 52 two-byte characters are 104 bytes
-        assertThrows(UnsupportedQemuSetupException.class,
-                () -> QemuCommand.build(linuxTcg().qmpSocket(Path.of("é".repeat(52))).build()));
+        assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, assertThrows(HostSetupException.class,
+                () -> QemuCommand.build(linuxTcg().qmpSocket(Path.of("é".repeat(52))).build())).problem());
     }
 
     @Test
@@ -81,9 +84,10 @@ class QemuCommandTest {
 
     @Test
     void vsockOnlyOnLinux() {
-        UnsupportedQemuSetupException e = assertThrows(UnsupportedQemuSetupException.class, () -> QemuCommand.build(
+        HostSetupException e = assertThrows(HostSetupException.class, () -> QemuCommand.build(
                 GoldenCases.unix(HostOs.MACOS, Arch.AARCH64, Arch.AARCH64, Accelerator.HVF, "9.2.0", "/q")
                         .transport(new GuestTransport.Vsock(3, 5000)).build()));
+        assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, e.problem());
         assertTrue(e.getMessage().contains("use transport SERIAL"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> new GuestTransport.Vsock(2, 5000));
         assertThrows(IllegalArgumentException.class, () -> new GuestTransport.Vsock(0xFFFF_FFFFL, 5000));
@@ -104,18 +108,20 @@ class QemuCommandTest {
         assertTrue(QemuCommand.build(linuxTcg().build()).contains("panic=exit-failure"));
         List<String> old = QemuCommand.build(linuxTcg().qemu(Path.of("/q"), QemuVersion.of("7.0.0")).build());
         assertEquals("panic=shutdown", after(old, "-action"));
-        UnsupportedQemuSetupException tooOld = assertThrows(UnsupportedQemuSetupException.class,
+        HostSetupException tooOld = assertThrows(HostSetupException.class,
                 () -> QemuCommand.build(linuxTcg().qemu(Path.of("/q"), QemuVersion.of("5.2.0")).build()));
+        assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, tooOld.problem());
         assertTrue(tooOld.getMessage().contains("qvm needs QEMU >= 6.0.0"), tooOld.getMessage());
         QemuCommandInput winOld = GoldenCases.all().get("windows-x86_64-whpx");
-        UnsupportedQemuSetupException w = assertThrows(UnsupportedQemuSetupException.class, () -> QemuCommand.build(
+        HostSetupException w = assertThrows(HostSetupException.class, () -> QemuCommand.build(
                 new QemuCommandInput(winOld.hostOs(), winOld.hostArch(), winOld.guestArch(), winOld.accelerator(),
                         QemuVersion.of("7.0.0"), winOld.qemuBinary(), winOld.config(), winOld.kernel(),
                         winOld.initrd(), winOld.qmpSocket(), winOld.consoleLog(), winOld.pidFile(),
                         winOld.transport(), winOld.controlSocket(), winOld.role())));
+        assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, w.problem());
         assertTrue(w.getMessage().contains("unix-socket chardevs"), w.getMessage());
-        assertThrows(UnsupportedQemuSetupException.class, () -> QemuCommand.build(
-                GoldenCases.unix(HostOs.MACOS, Arch.AARCH64, Arch.AARCH64, Accelerator.HVF, "6.1.0", "/q").build()));
+        assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, assertThrows(HostSetupException.class, () -> QemuCommand.build(
+                GoldenCases.unix(HostOs.MACOS, Arch.AARCH64, Arch.AARCH64, Accelerator.HVF, "6.1.0", "/q").build())).problem());
     }
 
     @Test
@@ -128,10 +134,11 @@ class QemuCommandTest {
 
     @Test
     void autoAndForeignHardwareAcceleratorsAreRejected() {
-        assertThrows(UnsupportedQemuSetupException.class,
-                () -> QemuCommand.build(linuxTcg().accelerator(Accelerator.AUTO).build()));
-        UnsupportedQemuSetupException e = assertThrows(UnsupportedQemuSetupException.class, () -> QemuCommand.build(
+        assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, assertThrows(HostSetupException.class,
+                () -> QemuCommand.build(linuxTcg().accelerator(Accelerator.AUTO).build())).problem());
+        HostSetupException e = assertThrows(HostSetupException.class, () -> QemuCommand.build(
                 GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.AARCH64, Accelerator.KVM, "7.2.22", "/q").build()));
+        assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, e.problem());
         assertTrue(e.getMessage().contains("use TCG"), e.getMessage());
     }
 

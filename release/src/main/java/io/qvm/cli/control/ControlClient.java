@@ -1,9 +1,10 @@
 package io.qvm.cli.control;
 
+import io.qvm.cli.ExitCode;
+import io.qvm.cli.CliException;
 import io.qvm.protocol.Messages;
 import io.qvm.RenderFailedException;
-import io.qvm.RequestTimeoutException;
-import io.qvm.SandboxCrashedException;
+import io.qvm.SandboxLostException;
 import io.qvm.SandboxException;
 import io.qvm.protocol.ErrorCode;
 import io.qvm.protocol.ErrorReply;
@@ -115,7 +116,7 @@ public final class ControlClient implements AutoCloseable {
      * matching kind (READY for HELLO).
      *
      * @throws RenderFailedException and the other typed exceptions for an ERROR reply
-     * @throws RequestTimeoutException no reply within {@code deadline} (the connection is closed)
+     * @throws SandboxLostException no reply within {@code deadline} (the connection is closed)
      * @throws IOException the connection broke
      */
     public synchronized Frame call(Frame request, Duration deadline) throws IOException {
@@ -132,7 +133,7 @@ public final class ControlClient implements AutoCloseable {
             try {
                 writer.write(out);
             } catch (FrameTooLargeException e) {
-                throw RenderFailedException.of(ErrorCode.TOO_LARGE, "the request is " + out.body().length
+                throw new RenderFailedException(ErrorCode.TOO_LARGE, "the request is " + out.body().length
                         + " bytes, above the sandbox's limit of " + maxRequestBytes + " bytes");
             }
             while (true) {
@@ -140,7 +141,7 @@ public final class ControlClient implements AutoCloseable {
                 try {
                     f = reader.read();
                 } catch (FrameTooLargeException e) {
-                    throw RenderFailedException.of(ErrorCode.TOO_LARGE, "the reply is above this client's limit: "
+                    throw new RenderFailedException(ErrorCode.TOO_LARGE, "the reply is above this client's limit: "
                             + e.getMessage());
                 } catch (FrameException e) {
                     continue;
@@ -162,8 +163,8 @@ public final class ControlClient implements AutoCloseable {
             }
         } catch (IOException e) {
             if (expired.get()) {
-                throw new RequestTimeoutException("no answer from the sandbox's supervisor on " + socket + " within "
-                        + deadline.toSeconds() + " s");
+                throw new CliException(ExitCode.TIMEOUT, "TIMEOUT", "no answer from the sandbox's supervisor on "
+                        + socket + " within " + deadline.toSeconds() + " s", "qvm logs shows what the supervisor did", e);
             }
             throw e;
         } finally {
@@ -177,13 +178,13 @@ public final class ControlClient implements AutoCloseable {
         String kind = f.header().path("kind").asText(ControlServer.KIND_RENDER_FAILED);
         switch (kind) {
             case ControlServer.KIND_TIMEOUT:
-                return new RequestTimeoutException(e.message());
+                return new SandboxLostException(SandboxLostException.Reason.DEADLINE_EXCEEDED, e.message());
             case ControlServer.KIND_CRASHED:
-                return new SandboxCrashedException(e.message());
+                return new SandboxLostException(SandboxLostException.Reason.CRASHED, e.message());
             case ControlServer.KIND_INTERNAL:
                 return new SandboxException(e.message());
             default:
-                return RenderFailedException.of(e.code(), e.message());
+                return new RenderFailedException(e.code(), e.message());
         }
     }
 

@@ -4,8 +4,7 @@ import io.qvm.protocol.Messages;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.RenderFailedException;
-import io.qvm.RequestTimeoutException;
-import io.qvm.SandboxCrashedException;
+import io.qvm.SandboxLostException;
 import io.qvm.protocol.ErrorCode;
 import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameException;
@@ -241,10 +240,11 @@ public final class ControlServer implements AutoCloseable {
         } catch (RenderFailedException e) {
             log.accept(f.kind().name().toLowerCase(java.util.Locale.ROOT) + " failed: " + e.getMessage());
             return error(id, e.code(), KIND_RENDER_FAILED, workerMessage(e));
-        } catch (RequestTimeoutException e) {
-            log.accept("request timed out: " + e.getMessage());
-            return error(id, ErrorCode.TIMEOUT, KIND_TIMEOUT, e.getMessage());
-        } catch (SandboxCrashedException e) {
+        } catch (SandboxLostException e) {
+            if (e.reason() == SandboxLostException.Reason.DEADLINE_EXCEEDED) {
+                log.accept("request timed out: " + e.getMessage());
+                return error(id, ErrorCode.TIMEOUT, KIND_TIMEOUT, e.getMessage());
+            }
             log.accept("sandbox crashed: " + e.getMessage());
             return error(id, ErrorCode.INTERNAL, KIND_CRASHED, e.getMessage());
         } catch (IllegalArgumentException e) {

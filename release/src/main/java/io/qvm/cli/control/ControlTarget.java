@@ -1,5 +1,7 @@
 package io.qvm.cli.control;
 
+import io.qvm.RenderFailedException;
+import io.qvm.SandboxLostException;
 import io.qvm.Sandbox;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
@@ -10,7 +12,7 @@ import java.util.Objects;
  * ({@link #of}); in tests anything that speaks the same typed API.
  *
  * <p>Failures are the {@link Sandbox} API's: {@code RenderFailedException} (a subclass per worker
- * error code), {@code RequestTimeoutException}, {@code SandboxCrashedException}, any other
+ * error code), {@code SandboxLostException}, {@code SandboxLostException}, any other
  * {@code SandboxException}.
  */
 public interface ControlTarget {

@@ -1,5 +1,6 @@
 package io.qvm.transport.internal;
 
+import java.io.IOException;
 import io.qvm.protocol.Messages;
 import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameCorruptException;
@@ -7,13 +8,11 @@ import io.qvm.protocol.FrameException;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.FrameLimits;
 import io.qvm.protocol.FrameTooLargeException;
-import io.qvm.transport.HandshakeTimeoutException;
+import io.qvm.transport.TransportException;
 import io.qvm.protocol.Hello;
 import io.qvm.protocol.Limits;
 import io.qvm.protocol.Ready;
 import io.qvm.transport.SandboxTransport;
-import io.qvm.transport.TransportClosedException;
-import io.qvm.transport.TransportException;
 import io.qvm.transport.WorkerErrorException;
 import java.io.EOFException;
 import java.time.Duration;
@@ -71,7 +70,7 @@ public final class FrameDispatcher implements SandboxTransport {
     private String expectedNonce;               // guarded by gate
     private CompletableFuture<Ready> awaitedReady; // guarded by gate
     private volatile boolean ready;
-    private volatile TransportClosedException closedBy;
+    private volatile TransportException closedBy;
 
     public FrameDispatcher(String kind, Limits limits) {
         this.kind = Objects.requireNonNull(kind, "kind");
@@ -123,7 +122,7 @@ public final class FrameDispatcher implements SandboxTransport {
             expectedNonce = hello.nonce();
             awaitedReady = answer;
         }
-        TransportClosedException gone = closedBy;
+        TransportException gone = closedBy;
         if (gone != null) {
             throw gone;
         }
@@ -135,7 +134,7 @@ public final class FrameDispatcher implements SandboxTransport {
         try {
             return answer.get(Math.max(0, deadline.toNanos()), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
-            throw new HandshakeTimeoutException(kind, deadline, discardedBytes(), discardedFrames(), discardedSummary());
+            throw TransportException.handshakeTimeout(kind, deadline, discardedBytes(), discardedFrames(), discardedSummary());
         } catch (ExecutionException e) {
             throw asTransportException(e.getCause());
         } finally {
@@ -160,7 +159,7 @@ public final class FrameDispatcher implements SandboxTransport {
             throw new IllegalArgumentException(request.kind() + " is not a request kind; requests are ECHO, RENDER"
                     + " and GOODBYE (HELLO goes through handshake())");
         }
-        TransportClosedException gone = closedBy;
+        TransportException gone = closedBy;
         if (gone != null) {
             return CompletableFuture.failedFuture(gone);
         }
@@ -259,17 +258,17 @@ public final class FrameDispatcher implements SandboxTransport {
     /** The connection ended; {@code cause} says how (null: the peer closed it cleanly). */
     public void onLinkClosed(Throwable cause) {
         Throwable why = cause != null ? cause : new EOFException("the peer closed the connection");
-        shutdown(new TransportClosedException("the " + kind + " connection to the worker was lost: " + why, why), false);
+        shutdown(new TransportException(TransportException.Reason.CLOSED, "the " + kind + " connection to the worker was lost: " + why, why), false);
     }
 
     // ---------------------------------------------------------------- closing
 
     @Override
     public void close() {
-        shutdown(new TransportClosedException("the " + kind + " transport was closed by the host", null), true);
+        shutdown(new TransportException(TransportException.Reason.CLOSED, "the " + kind + " transport was closed by the host", null), true);
     }
 
-    private void shutdown(TransportClosedException reason, boolean byHost) {
+    private void shutdown(TransportException reason, boolean byHost) {
         if (!closing.compareAndSet(false, true)) {
             return;
         }
@@ -336,15 +335,16 @@ public final class FrameDispatcher implements SandboxTransport {
         return String.join(", ", parts);
     }
 
-    private TransportException writeFailed(String what, Throwable err) {
+    /** A frame the encoder refused fails its request with that {@link FrameException} (e.g. too large). */
+    private IOException writeFailed(String what, Throwable err) {
         Throwable cause = unwrap(err);
-        if (cause instanceof TransportException te) {
-            return te;
+        if (cause instanceof TransportException || cause instanceof FrameException) {
+            return (IOException) cause;
         }
-        TransportClosedException gone = closedBy;
+        TransportException gone = closedBy;
         return gone != null ? gone
-                : new TransportClosedException("writing the " + what + " on the " + kind + " transport failed: " + cause,
-                        cause);
+                : new TransportException(TransportException.Reason.CLOSED, "writing the " + what + " on the " + kind
+                        + " transport failed: " + cause, cause);
     }
 
     private TransportException asTransportException(Throwable err) {
@@ -352,7 +352,8 @@ public final class FrameDispatcher implements SandboxTransport {
         if (cause instanceof TransportException te) {
             return te;
         }
-        return new TransportClosedException("the " + kind + " transport failed: " + cause, cause);
+        return new TransportException(TransportException.Reason.CLOSED, "the " + kind + " transport failed: " + cause,
+                cause);
     }
 
     /** Strips CompletionException / Netty's EncoderException wrappers down to our typed cause. */

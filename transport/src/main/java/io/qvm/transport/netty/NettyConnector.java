@@ -8,7 +8,7 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.qvm.protocol.Limits;
 import io.qvm.transport.SandboxTransport;
-import io.qvm.transport.TransportConnectException;
+import io.qvm.transport.TransportException;
 import io.qvm.transport.internal.FrameDispatcher;
 import java.net.SocketAddress;
 import java.time.Duration;
@@ -33,7 +33,7 @@ final class NettyConnector {
      */
     static SandboxTransport connect(String kind, NettyIo io, Class<? extends Channel> channelType,
             SocketAddress address, String endpoint, Limits limits, Duration deadline, BooleanSupplier peerAlive)
-            throws TransportConnectException, InterruptedException {
+            throws TransportException, InterruptedException {
         Objects.requireNonNull(limits, "limits");
         Objects.requireNonNull(deadline, "deadline");
         Objects.requireNonNull(peerAlive, "peerAlive");
@@ -61,19 +61,19 @@ final class NettyConnector {
     }
 
     private static Channel connectLoop(Bootstrap bootstrap, SocketAddress address, String endpoint,
-            Duration deadline, BooleanSupplier peerAlive) throws TransportConnectException, InterruptedException {
+            Duration deadline, BooleanSupplier peerAlive) throws TransportException, InterruptedException {
         long end = System.nanoTime() + deadline.toNanos();
         long backoff = FIRST_BACKOFF_NANOS;
         int attempts = 0;
         Throwable last = null;
         while (true) {
             if (!peerAlive.getAsBoolean()) {
-                throw new TransportConnectException("the peer died before " + endpoint + " accepted a connection ("
+                throw new TransportException(TransportException.Reason.CONNECT_FAILED, "the peer died before " + endpoint + " accepted a connection ("
                         + attempts + " attempts" + lastError(last) + "); look at why QEMU exited", last);
             }
             long left = end - System.nanoTime();
             if (left <= 0) {
-                throw new TransportConnectException("no connection to " + endpoint + " within " + deadline + " ("
+                throw new TransportException(TransportException.Reason.CONNECT_FAILED, "no connection to " + endpoint + " within " + deadline + " ("
                         + attempts + " attempts" + lastError(last) + "); check that QEMU was started with this "
                         + "chardev as a listening server", last);
             }

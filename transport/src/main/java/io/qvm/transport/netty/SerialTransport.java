@@ -2,7 +2,7 @@ package io.qvm.transport.netty;
 
 import io.qvm.protocol.Limits;
 import io.qvm.transport.SandboxTransport;
-import io.qvm.transport.TransportConnectException;
+import io.qvm.transport.TransportException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
@@ -31,16 +31,16 @@ public final class SerialTransport {
      *
      * @param peerAlive polled between attempts; when it turns false (QEMU exited) the connect
      *     fails at once instead of waiting for the deadline
-     * @throws TransportConnectException the deadline passed, or the peer died
+     * @throws TransportException the deadline passed, or the peer died
      */
     public static SandboxTransport connect(Path socket, Limits limits, Duration deadline, BooleanSupplier peerAlive)
-            throws TransportConnectException, InterruptedException {
+            throws TransportException, InterruptedException {
         return connect(socket, limits, deadline, peerAlive, NettyIo.best());
     }
 
     /** As {@link #connect(Path, Limits, Duration, BooleanSupplier)} with a chosen I/O implementation. */
     public static SandboxTransport connect(Path socket, Limits limits, Duration deadline, BooleanSupplier peerAlive,
-            NettyIo io) throws TransportConnectException, InterruptedException {
+            NettyIo io) throws TransportException, InterruptedException {
         Objects.requireNonNull(socket, "socket");
         return NettyConnector.connect(KIND, io, io.domainChannel(), io.domainAddress(socket),
                 "the chardev socket " + socket, limits, deadline, peerAlive);

@@ -2,7 +2,7 @@ package io.qvm.transport.netty;
 
 import io.qvm.protocol.Limits;
 import io.qvm.transport.SandboxTransport;
-import io.qvm.transport.TransportConnectException;
+import io.qvm.transport.TransportException;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Objects;
@@ -23,13 +23,13 @@ public final class TcpTransport {
 
     /** Connects with retries until {@code deadline}; fails at once when {@code peerAlive} turns false. */
     public static SandboxTransport connect(InetSocketAddress address, Limits limits, Duration deadline,
-            BooleanSupplier peerAlive) throws TransportConnectException, InterruptedException {
+            BooleanSupplier peerAlive) throws TransportException, InterruptedException {
         return connect(address, limits, deadline, peerAlive, NettyIo.best());
     }
 
     /** As {@link #connect(InetSocketAddress, Limits, Duration, BooleanSupplier)} with a chosen I/O implementation. */
     public static SandboxTransport connect(InetSocketAddress address, Limits limits, Duration deadline,
-            BooleanSupplier peerAlive, NettyIo io) throws TransportConnectException, InterruptedException {
+            BooleanSupplier peerAlive, NettyIo io) throws TransportException, InterruptedException {
         Objects.requireNonNull(address, "address");
         return NettyConnector.connect(KIND, io, io.socketChannel(), address, "tcp " + address, limits, deadline,
                 peerAlive);

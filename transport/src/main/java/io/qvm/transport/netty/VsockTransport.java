@@ -6,7 +6,7 @@ import io.netty.channel.epoll.LinuxSocket;
 import io.netty.channel.epoll.VSockAddress;
 import io.qvm.protocol.Limits;
 import io.qvm.transport.SandboxTransport;
-import io.qvm.transport.TransportConnectException;
+import io.qvm.transport.TransportException;
 import io.qvm.transport.internal.FrameDispatcher;
 import io.qvm.transport.vsock.VsockSupport;
 import java.io.IOException;
@@ -40,10 +40,10 @@ public final class VsockTransport {
      * Connects to {@code cid:port}, retrying while the guest does not listen yet (reset/refused),
      * until {@code deadline}; fails at once when {@code peerAlive} turns false.
      *
-     * @throws TransportConnectException AF_VSOCK unusable here, the deadline passed, or the peer died
+     * @throws TransportException AF_VSOCK unusable here, the deadline passed, or the peer died
      */
     public static SandboxTransport connect(int cid, int port, Limits limits, Duration deadline,
-            BooleanSupplier peerAlive) throws TransportConnectException, InterruptedException {
+            BooleanSupplier peerAlive) throws TransportException, InterruptedException {
         Objects.requireNonNull(limits, "limits");
         Objects.requireNonNull(peerAlive, "peerAlive");
         if (cid < 3) {
@@ -51,7 +51,7 @@ public final class VsockTransport {
         }
         VsockSupport.Verdict verdict = VsockSupport.probe();
         if (!verdict.usable()) {
-            throw new TransportConnectException("vsock is not usable on this host: " + verdict.reason(), null);
+            throw new TransportException(TransportException.Reason.CONNECT_FAILED, "vsock is not usable on this host: " + verdict.reason(), null);
         }
         String endpoint = "vsock cid " + cid + " port " + port;
         long end = System.nanoTime() + deadline.toNanos();
@@ -60,11 +60,11 @@ public final class VsockTransport {
         IOException last = null;
         while (true) {
             if (!peerAlive.getAsBoolean()) {
-                throw new TransportConnectException("the peer died before " + endpoint + " accepted a connection ("
+                throw new TransportException(TransportException.Reason.CONNECT_FAILED, "the peer died before " + endpoint + " accepted a connection ("
                         + attempts + " attempts" + (last == null ? "" : "; last error: " + last) + ")", last);
             }
             if (System.nanoTime() - end >= 0) {
-                throw new TransportConnectException("no connection to " + endpoint + " within " + deadline + " ("
+                throw new TransportException(TransportException.Reason.CONNECT_FAILED, "no connection to " + endpoint + " within " + deadline + " ("
                         + attempts + " attempts" + (last == null ? "" : "; last error: " + last)
                         + "); is the guest's worker listening on that port?", last);
             }
@@ -97,7 +97,7 @@ public final class VsockTransport {
      * Wraps an already connected stream socket (AF_VSOCK here; AF_UNIX in tests, which exercise
      * exactly this path) into an epoll channel with the transport pipeline.
      */
-    static SandboxTransport adopt(String kind, LinuxSocket connected, Limits limits) throws TransportConnectException {
+    static SandboxTransport adopt(String kind, LinuxSocket connected, Limits limits) throws TransportException {
         FrameDispatcher dispatcher = new FrameDispatcher(kind, limits);
         EventLoopGroup group = NettyIo.EPOLL.newGroup("qvm-" + kind);
         try {
@@ -109,7 +109,7 @@ public final class VsockTransport {
         } catch (RuntimeException e) {
             closeQuietly(connected);
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-            throw new TransportConnectException("could not set up the " + kind + " channel: " + e, e);
+            throw new TransportException(TransportException.Reason.CONNECT_FAILED, "could not set up the " + kind + " channel: " + e, e);
         }
     }
 

@@ -9,7 +9,7 @@ import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.Hello;
 import io.qvm.transport.SandboxTransport;
-import io.qvm.transport.TransportConnectException;
+import io.qvm.transport.TransportException;
 import io.qvm.transport.testing.FakeWorker;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -73,7 +73,7 @@ class ConnectTest {
     void failsFastWhenThePeerDies() {
         AtomicBoolean alive = new AtomicBoolean(true);
         AtomicInteger polls = new AtomicInteger();
-        TransportConnectException e = assertThrows(TransportConnectException.class,
+        TransportException e = assertThrows(TransportException.class,
                 () -> SerialTransport.connect(dir.resolve("never.sock"), SandboxTransportTest.LIMITS,
                         Duration.ofMinutes(10), () -> {
                             if (polls.incrementAndGet() == 3) {
@@ -81,6 +81,7 @@ class ConnectTest {
                             }
                             return alive.get();
                         }));
+        assertEquals(TransportException.Reason.CONNECT_FAILED, e.reason());
         assertTrue(e.getMessage().contains("the peer died"), e.getMessage());
         assertTrue(e.getMessage().contains("2 attempts"), e.getMessage());
     }
@@ -88,8 +89,9 @@ class ConnectTest {
     @Test
     void deadlineNamesTheEndpointAndTheLastError() {
         Path sock = dir.resolve("never.sock");
-        TransportConnectException e = assertThrows(TransportConnectException.class,
+        TransportException e = assertThrows(TransportException.class,
                 () -> SerialTransport.connect(sock, SandboxTransportTest.LIMITS, Duration.ofMillis(300), () -> true));
+        assertEquals(TransportException.Reason.CONNECT_FAILED, e.reason());
         assertTrue(e.getMessage().contains(sock.toString()), e.getMessage());
         assertTrue(e.getMessage().contains("within PT0.3S"), e.getMessage());
         assertTrue(e.getCause() != null);
@@ -102,8 +104,9 @@ class ConnectTest {
             port = s.getLocalPort(); // free again once closed: connects are refused
         }
         InetSocketAddress addr = new InetSocketAddress(InetAddress.getLoopbackAddress(), port);
-        TransportConnectException e = assertThrows(TransportConnectException.class,
+        TransportException e = assertThrows(TransportException.class,
                 () -> TcpTransport.connect(addr, SandboxTransportTest.LIMITS, Duration.ofMillis(300), () -> true));
+        assertEquals(TransportException.Reason.CONNECT_FAILED, e.reason());
         assertTrue(e.getMessage().contains("tcp "), e.getMessage());
     }
 

@@ -12,12 +12,11 @@ import io.qvm.protocol.ErrorCode;
 import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.FrameTooLargeException;
-import io.qvm.transport.HandshakeTimeoutException;
+import io.qvm.transport.TransportException;
 import io.qvm.protocol.Hello;
 import io.qvm.protocol.Limits;
 import io.qvm.protocol.Ready;
 import io.qvm.transport.SandboxTransport;
-import io.qvm.transport.TransportClosedException;
 import io.qvm.transport.WorkerErrorException;
 import io.qvm.transport.testing.FakeWorker;
 import io.qvm.transport.testing.FakeWorker.Effect;
@@ -144,11 +143,12 @@ class SandboxTransportTest {
                 .beforeReady(FakeWorker.garbage(300, 3))
                 .beforeReady(FakeWorker.staleReady("wrong"))
                 .answerHello(false));
-        HandshakeTimeoutException e = assertThrows(HandshakeTimeoutException.class,
+        TransportException e = assertThrows(TransportException.class,
                 () -> t.handshake(Hello.fresh(LIMITS), Duration.ofMillis(1500)));
         await().atMost(LONG).until(() -> t.discardedFrames() == 1);
         assertTrue(e.getMessage().contains("no READY"), e.getMessage());
-        assertTrue(e.discardedBytes() <= t.discardedBytes());
+        assertEquals(TransportException.Reason.HANDSHAKE_TIMEOUT, e.reason());
+        assertTrue(e.getMessage().contains("1 frames"), e.getMessage());
         assertThrows(IllegalStateException.class, () -> t.request(echo(new byte[1])), "no requests before READY");
     }
 
@@ -204,12 +204,13 @@ class SandboxTransportTest {
         CompletableFuture<Frame> b = t.request(echo(new byte[10]));
         CompletableFuture<Frame> c = t.request(echo(new byte[10]));
         for (CompletableFuture<Frame> f : List.of(a, b, c)) {
-            TransportClosedException e = assertInstanceOf(TransportClosedException.class, failure(f));
+            TransportException e = assertInstanceOf(TransportException.class, failure(f));
+            assertEquals(TransportException.Reason.CLOSED, e.reason());
             assertTrue(e.getMessage().contains("lost"), e.getMessage());
         }
         ExecutionException closed = assertThrows(ExecutionException.class, () -> t.closed().get(30, TimeUnit.SECONDS));
-        assertInstanceOf(TransportClosedException.class, closed.getCause());
-        assertInstanceOf(TransportClosedException.class, failure(t.request(echo(new byte[1]))), "after the loss");
+        assertInstanceOf(TransportException.class, closed.getCause());
+        assertInstanceOf(TransportException.class, failure(t.request(echo(new byte[1]))), "after the loss");
     }
 
     @ParameterizedTest
@@ -261,7 +262,8 @@ class SandboxTransportTest {
         CompletableFuture<Frame> pending = t.request(echo(new byte[5]));
         t.close();
         t.close();
-        TransportClosedException e = assertInstanceOf(TransportClosedException.class, failure(pending));
+        TransportException e = assertInstanceOf(TransportException.class, failure(pending));
+        assertEquals(TransportException.Reason.CLOSED, e.reason());
         assertTrue(e.getMessage().contains("closed by the host"), e.getMessage());
         t.closed().get(30, TimeUnit.SECONDS); // completes normally
         await().atMost(LONG).until(() -> Thread.getAllStackTraces().keySet().stream()
@@ -275,7 +277,7 @@ class SandboxTransportTest {
         SandboxTransport t = openReady(path, FakeWorker.builder());
         Frame bye = t.request(Frame.of(FrameKind.GOODBYE, 0, (byte[]) null)).get(30, TimeUnit.SECONDS);
         assertEquals(FrameKind.GOODBYE, bye.kind());
-        assertInstanceOf(TransportClosedException.class,
+        assertInstanceOf(TransportException.class,
                 assertThrows(ExecutionException.class, () -> t.closed().get(30, TimeUnit.SECONDS)).getCause(),
                 "the worker closes after GOODBYE");
         assertSame(t.kind(), t.kind());

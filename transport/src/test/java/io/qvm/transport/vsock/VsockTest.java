@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.transport.TransportConnectException;
+import io.qvm.transport.TransportException;
 import io.qvm.transport.netty.VsockTransport;
 import io.qvm.transport.vsock.GuestCidAllocator.GuestCid;
 import java.io.BufferedReader;
@@ -53,9 +53,10 @@ class VsockTest {
         if (VsockSupport.probe().usable()) {
             return; // a host with vhost-vsock: nothing to refuse
         }
-        TransportConnectException e = assertThrows(TransportConnectException.class,
+        TransportException e = assertThrows(TransportException.class,
                 () -> VsockTransport.connect(3, 5000, io.qvm.transport.netty.SandboxTransportAccess.LIMITS,
                         Duration.ofSeconds(1), () -> true));
+        assertEquals(TransportException.Reason.CONNECT_FAILED, e.reason());
         assertTrue(e.getMessage().contains("vsock is not usable on this host"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> VsockTransport.connect(2, 5000,
                 io.qvm.transport.netty.SandboxTransportAccess.LIMITS, Duration.ofSeconds(1), () -> true));
