@@ -85,6 +85,7 @@ public final class QemuVmBackend implements SandboxBackend {
     private final StateDirectory states;
     private final Path runtimeRoot;
     private final Consumer<String> progress;
+    private final HostProbe hostProbe;
     private final boolean useProbeCache;
     private final TemplateStore templates;
     private final boolean useTemplates;
@@ -103,6 +104,7 @@ public final class QemuVmBackend implements SandboxBackend {
         this.states = b.stateRoot != null ? StateDirectory.at(b.stateRoot) : StateDirectory.defaultLocation();
         this.runtimeRoot = b.runtimeRoot != null ? b.runtimeRoot : SocketPaths.defaultRuntimeRoot();
         this.progress = b.progress;
+        this.hostProbe = b.hostProbe != null ? b.hostProbe : HostProbe.system();
         this.useProbeCache = b.useProbeCache;
         this.templates = b.templateRoot != null ? TemplateStore.at(b.templateRoot) : TemplateStore.defaultLocation();
         this.useTemplates = b.useTemplates != null ? b.useTemplates : !"off".equals(System.getenv(ENV_TEMPLATES));
@@ -143,7 +145,7 @@ public final class QemuVmBackend implements SandboxBackend {
         if (h == null) {
             synchronized (this) {
                 if (host == null) {
-                    host = HostProbe.system().probe();
+                    host = hostProbe.probe();
                 }
                 h = host;
             }
@@ -782,8 +784,8 @@ public final class QemuVmBackend implements SandboxBackend {
                     .append(" s before the init ran runsc (a TCG guest occasionally hangs early in its boot)");
         } else if (initError != null) {
             why.append("the guest init failed: ").append(initError);
-        } else if (e instanceof io.qvm.transport.TransportException
-                || e instanceof io.qvm.backend.qmp.QmpConnectException && exited == null) {
+        } else if ((e instanceof TransportException t && t.reason() != TransportException.Reason.CLOSED
+                || e instanceof io.qvm.backend.qmp.QmpConnectException) && exited == null) {
             why.append("no answer within the boot deadline of ").append(config.bootTimeout().toSeconds())
                     .append(" s (").append(e.getMessage()).append(")");
         } else {
@@ -910,6 +912,7 @@ public final class QemuVmBackend implements SandboxBackend {
         private Consumer<String> progress = line -> { };
         private boolean reapOnStart = true;
         private boolean useProbeCache = true;
+        private HostProbe hostProbe;
         private Path templateRoot;
         private Boolean useTemplates;
 
@@ -959,6 +962,15 @@ public final class QemuVmBackend implements SandboxBackend {
         /** Whether creating the backend reaps sandboxes of dead owners (default true). */
         public Builder reapOnStart(boolean reap) {
             this.reapOnStart = reap;
+            return this;
+        }
+
+        /**
+         * How the host is probed: where QEMU is found and how its version and accelerators are read
+         * (default {@link HostProbe#system()}: this JVM's OS and CPU, {@code $QVM_QEMU}, PATH).
+         */
+        public Builder hostProbe(HostProbe probe) {
+            this.hostProbe = Objects.requireNonNull(probe, "probe");
             return this;
         }
 

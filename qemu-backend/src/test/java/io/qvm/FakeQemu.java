@@ -1,0 +1,359 @@
+package io.qvm;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.qvm.protocol.FrameKind;
+import io.qvm.transport.testing.FakeWorker;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * A stand-in for {@code qemu-system-x86_64}, run as a real process by the real launcher: a fake
+ * <em>peer</em> that speaks every protocol the backend speaks to QEMU and the guest, on the
+ * sockets and files the argv names. It answers {@code --version} and {@code -accel help} like
+ * QEMU 7.2, prints the functional probe's marker when booted with {@code -serial stdio}, and
+ * otherwise plays a whole sandbox:
+ *
+ * <ul>
+ * <li>{@code -pidfile}: its own pid;
+ * <li>{@code -chardev file,…,path=}: the guest console, with the init's phase markers;
+ * <li>{@code -chardev socket,id=qmp}: a QMP server (greeting, {@code qmp_capabilities},
+ *     {@code query-status}, {@code cont}, {@code stop}, {@code migrate} and
+ *     {@code migrate-incoming} over {@code unix:} URIs, {@code query-migrate}, {@code quit},
+ *     {@code system_powerdown});
+ * <li>{@code -chardev socket,id=qvmw}: the worker's port, served by {@link FakeWorker} (real frames);
+ * <li>{@code -chardev socket,id=qvmc}: the init's control port ({@code restore}/{@code ping}).
+ * </ul>
+ *
+ * What goes wrong is set per test in {@code scenario.properties} next to the launcher script
+ * (see {@link FakeQemuHost}); {@code boots} there counts the sandboxes this QEMU played.
+ * <pre>
+ *  workerExitStatus=N    the worker exits with N before READY (then the VM powers off)
+ *  failingBoots=K        … in the first K boots only (default: every boot)
+ *  initError=TEXT        the init fails with TEXT before it starts the worker
+ *  qmpGreeting=false     the QMP socket accepts but never greets
+ *  exitAtStart=N         exit with status N at once, after one line on stderr
+ * </pre>
+ */
+public final class FakeQemu {
+
+    static final String VERSION_LINE = "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18)";
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final Map<String, String> chardevPaths = new HashMap<>();
+    private final Properties scenario = new Properties();
+    private final Path dir;
+    private final boolean incoming;
+    private Path console;
+    private Path pidFile;
+    private volatile String runState;
+    private final AtomicReference<String> migration = new AtomicReference<>("none");
+    private volatile boolean exiting;
+
+    private FakeQemu(Path dir, List<String> argv) throws IOException {
+        this.dir = dir;
+        Path sc = dir.resolve("scenario.properties");
+        if (Files.exists(sc)) {
+            try (InputStream in = Files.newInputStream(sc)) {
+                scenario.load(in);
+            }
+        }
+        boolean inc = false;
+        for (int i = 0; i < argv.size(); i++) {
+            String a = argv.get(i);
+            String next = i + 1 < argv.size() ? argv.get(i + 1) : "";
+            if (a.equals("-chardev")) {
+                Map<String, String> opts = options(next);
+                String path = opts.get("path");
+                if (next.startsWith("file,")) {
+                    console = Path.of(path);
+                } else if (path != null) {
+                    chardevPaths.put(opts.get("id"), path);
+                }
+            } else if (a.equals("-object") && next.startsWith("memory-backend-file,")) {
+                Map<String, String> opts = options(next);
+                Path ram = Path.of(opts.get("mem-path"));
+                if ("on".equals(opts.get("share")) && !Files.exists(ram)) {
+                    // QEMU creates a shared RAM file of the machine's size (sparse until written)
+                    long mib = Long.parseLong(opts.get("size").replace("M", ""));
+                    try (var f = java.nio.channels.FileChannel.open(ram, StandardOpenOption.CREATE_NEW,
+                            StandardOpenOption.WRITE)) {
+                        f.write(ByteBuffer.wrap("guest pages".getBytes(StandardCharsets.UTF_8)), 0);
+                        f.truncate(mib << 20);
+                        f.write(ByteBuffer.wrap(new byte[1]), (mib << 20) - 1);
+                    }
+                }
+            } else if (a.equals("-pidfile")) {
+                pidFile = Path.of(next);
+            } else if (a.equals("-incoming")) {
+                inc = true;
+            }
+        }
+        this.incoming = inc;
+        this.runState = inc ? "inmigrate" : "running";
+    }
+
+    public static void main(String[] args) throws Exception {
+        Path dir = Path.of(args[0]);
+        List<String> argv = List.of(args).subList(1, args.length);
+        if (argv.contains("--version")) {
+            System.out.println(VERSION_LINE);
+            System.out.println("Copyright (c) 2003-2022 Fabrice Bellard and the QEMU Project developers");
+            return;
+        }
+        if (argv.contains("-accel") && argv.get(argv.indexOf("-accel") + 1).equals("help")) {
+            System.out.println("Accelerators supported in QEMU binary:");
+            System.out.println("tcg");
+            System.out.println("kvm");
+            return;
+        }
+        if (argv.contains("-serial") && argv.get(argv.indexOf("-serial") + 1).equals("stdio")) {
+            System.out.println("[    0.000000] Linux version 6.1.0-fake");
+            System.out.println("[    0.500000] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)");
+            return; // -no-reboot: QEMU exits
+        }
+        new FakeQemu(dir, argv).run();
+    }
+
+    private void run() throws Exception {
+        String exitAtStart = scenario.getProperty("exitAtStart");
+        if (exitAtStart != null) {
+            System.err.println("qemu-system-x86_64: -device vmgenid: this fake was told to fail");
+            System.exit(Integer.parseInt(exitAtStart));
+        }
+        int boot = countBoot();
+        Files.writeString(pidFile, ProcessHandle.current().pid() + "\n");
+        Files.writeString(dir.resolve("pids"), ProcessHandle.current().pid() + "\n", StandardOpenOption.CREATE,
+                StandardOpenOption.APPEND);
+        consoleLine("[    0.000000] Linux version 6.1.0-fake (fake QEMU, boot " + boot + ")");
+        String initError = scenario.getProperty("initError");
+        boolean dies = workerDiesNow(boot);
+        if (!incoming) {
+            // the guest's boot, as far as the console shows it, before the worker's port opens
+            if (initError != null) {
+                consoleLine("qvm: error=" + initError);
+            } else {
+                consoleLine("qvm: phase=init uptime=0.40");
+                consoleLine("qvm: phase=runsc uptime=0.90");
+            }
+        }
+        FakeWorker worker = FakeWorker.builder().answerHello(!dies && initError == null)
+                .unix(Path.of(chardevPaths.get("qvmw")));
+        serve("qmp", this::qmpSession);
+        serve("qvmc", this::controlSession);
+        if (!incoming && initError != null) {
+            Thread.sleep(300);
+            powerOff(worker, 1);
+        }
+        if (dies) {
+            Thread.sleep(300);
+            consoleLine("qvm: phase=worker-exit status=" + scenario.getProperty("workerExitStatus") + " uptime=1.50");
+            powerOff(worker, 0);
+        }
+        // The guest powers off when the worker exits: here, once it said GOODBYE.
+        while (!exiting) {
+            if (worker.received().stream().anyMatch(f -> f.kind() == FrameKind.GOODBYE)) {
+                Thread.sleep(100);
+                consoleLine("qvm: phase=worker-exit status=0 uptime=9.00");
+                powerOff(worker, 0);
+            }
+            Thread.sleep(50);
+        }
+        Thread.sleep(Long.MAX_VALUE);
+    }
+
+    private boolean workerDiesNow(int boot) {
+        String status = scenario.getProperty("workerExitStatus");
+        int failing = Integer.parseInt(scenario.getProperty("failingBoots", "1000000"));
+        return status != null && boot <= failing && !incoming;
+    }
+
+    private int countBoot() throws IOException {
+        Path counter = dir.resolve("boots");
+        synchronized (FakeQemu.class) {
+            int n = Files.exists(counter) ? Integer.parseInt(Files.readString(counter).strip()) : 0;
+            Files.writeString(counter, Integer.toString(n + 1));
+            return n + 1;
+        }
+    }
+
+    private void powerOff(FakeWorker worker, int status) throws IOException {
+        exiting = true;
+        consoleLine("qvm: phase=poweroff uptime=9.50");
+        worker.close();
+        System.exit(status);
+    }
+
+    private void consoleLine(String line) throws IOException {
+        Files.writeString(console, line + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+                StandardOpenOption.APPEND);
+    }
+
+    // ---- sockets -------------------------------------------------------------------------------
+
+    private interface Session {
+        void run(SocketChannel ch) throws Exception;
+    }
+
+    private void serve(String chardev, Session session) throws IOException {
+        Path path = Path.of(chardevPaths.get(chardev));
+        ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        server.bind(UnixDomainSocketAddress.of(path));
+        Thread t = new Thread(() -> {
+            while (true) {
+                try (SocketChannel ch = server.accept()) {
+                    session.run(ch);
+                } catch (Exception e) {
+                    if (!server.isOpen()) {
+                        return;
+                    }
+                }
+            }
+        }, "fake-qemu-" + chardev);
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private void controlSession(SocketChannel ch) throws IOException {
+        BufferedReader in = new BufferedReader(new InputStreamReader(Channels.newInputStream(ch), StandardCharsets.UTF_8));
+        OutputStream out = Channels.newOutputStream(ch);
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] w = line.split(" ");
+            String answer = switch (w[0]) {
+                case "restore" -> "restored " + w[2] + " clock=" + w[1] + " forks=1";
+                case "ping" -> "pong " + w[1];
+                default -> "unknown " + w[0];
+            };
+            out.write((answer + "\n").getBytes(StandardCharsets.UTF_8));
+            out.flush();
+        }
+    }
+
+    private void qmpSession(SocketChannel ch) throws Exception {
+        if (!Boolean.parseBoolean(scenario.getProperty("qmpGreeting", "true"))) {
+            Thread.sleep(Long.MAX_VALUE);
+        }
+        PrintStream out = new PrintStream(Channels.newOutputStream(ch), true, StandardCharsets.UTF_8);
+        out.print("{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 22, \"minor\": 2, \"major\": 7}, \"package\": \"\"},"
+                + " \"capabilities\": [\"oob\"]}}\r\n");
+        out.flush();
+        BufferedReader in = new BufferedReader(new InputStreamReader(Channels.newInputStream(ch), StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            JsonNode cmd = JSON.readTree(line);
+            String name = cmd.path("execute").asText();
+            ObjectNode reply = JSON.createObjectNode();
+            if (cmd.has("id")) {
+                reply.set("id", cmd.get("id"));
+            }
+            ObjectNode ret = reply.putObject("return");
+            switch (name) {
+                case "query-status" -> {
+                    ret.put("status", runState);
+                    ret.put("running", runState.equals("running"));
+                }
+                case "cont" -> runState = "running";
+                case "stop" -> runState = "paused";
+                case "query-migrate" -> ret.put("status", migration.get());
+                case "migrate" -> migrateOut(uri(cmd));
+                case "migrate-incoming" -> migrateIn(uri(cmd));
+                default -> {
+                    // qmp_capabilities, migrate-set-capabilities, quit, system_powerdown…: {}
+                }
+            }
+            out.print(JSON.writeValueAsString(reply) + "\r\n");
+            out.flush();
+            if (name.equals("quit") || name.equals("system_powerdown")) {
+                out.print("{\"event\": \"SHUTDOWN\", \"data\": {\"guest\": " + name.equals("system_powerdown")
+                        + ", \"reason\": \"" + (name.equals("quit") ? "host-qmp-quit" : "guest-shutdown")
+                        + "\"}, \"timestamp\": {\"seconds\": 0, \"microseconds\": 0}}\r\n");
+                out.flush();
+                exiting = true;
+                System.exit(0);
+            }
+        }
+    }
+
+    private static Path uri(JsonNode cmd) {
+        String uri = cmd.path("arguments").path("uri").asText();
+        if (!uri.startsWith("unix:")) {
+            throw new IllegalArgumentException("this fake migrates over unix: URIs only, got " + uri);
+        }
+        return Path.of(uri.substring("unix:".length()));
+    }
+
+    /** {@code migrate}: connect to the host's socket and write a state stream. */
+    private void migrateOut(Path socket) {
+        migration.set("active");
+        Thread t = new Thread(() -> {
+            try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
+                byte[] state = ("QEVM fake device state of " + pidFile + "\n").repeat(64).getBytes(StandardCharsets.UTF_8);
+                ch.write(ByteBuffer.wrap(state));
+                migration.set("completed");
+                runState = "postmigrate";
+            } catch (IOException e) {
+                migration.set("failed");
+            }
+        }, "fake-qemu-migrate");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    /** {@code migrate-incoming}: listen on the socket and read the state stream to its end. */
+    private void migrateIn(Path socket) throws IOException {
+        ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        server.bind(UnixDomainSocketAddress.of(socket));
+        migration.set("active");
+        Thread t = new Thread(() -> {
+            try (server; SocketChannel ch = server.accept()) {
+                ByteBuffer buf = ByteBuffer.allocate(1 << 16);
+                long total = 0;
+                int n;
+                while ((n = ch.read(buf)) >= 0) {
+                    total += n;
+                    buf.clear();
+                }
+                migration.set(total > 0 ? "completed" : "failed");
+                runState = "paused";
+            } catch (IOException e) {
+                migration.set("failed");
+            }
+        }, "fake-qemu-incoming");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private static Map<String, String> options(String spec) {
+        Map<String, String> out = new HashMap<>();
+        List<String> parts = new ArrayList<>(List.of(spec.split(",")));
+        for (String p : parts) {
+            int eq = p.indexOf('=');
+            if (eq > 0) {
+                out.put(p.substring(0, eq), p.substring(eq + 1));
+            }
+        }
+        return out;
+    }
+}

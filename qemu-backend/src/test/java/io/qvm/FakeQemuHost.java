@@ -1,0 +1,118 @@
+package io.qvm;
+
+import io.qvm.backend.probe.CommandRunner;
+import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.probe.HostProbe;
+import io.qvm.backend.probe.QemuLocator;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.Properties;
+
+/**
+ * A host whose {@code qemu-system-x86_64} is {@link FakeQemu}: a launcher script in a temporary
+ * directory that starts a JVM running it with this test's class path, a small guest image with
+ * the real layout and checksums, and state, runtime and template directories of its own. The
+ * backend it builds uses all of it through its real code paths — the host probe runs the script's
+ * {@code --version} and {@code -accel help}, the launcher starts it as a process, the sandbox
+ * talks QMP, the worker protocol and the control protocol to it.
+ */
+final class FakeQemuHost {
+
+    private final Path root;
+    private final Properties scenario = new Properties();
+
+    FakeQemuHost(Path root) throws IOException {
+        this.root = root;
+        Path bin = Files.createDirectories(root.resolve("bin"));
+        Path qemu = bin.resolve("qemu-system-x86_64");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Files.writeString(qemu, "#!/bin/sh\nexec '" + java + "' -Xshare:auto -XX:TieredStopAtLevel=1 -cp '"
+                + System.getProperty("java.class.path") + "' " + FakeQemu.class.getName() + " '" + root + "' \"$@\"\n");
+        Files.setPosixFilePermissions(qemu, PosixFilePermissions.fromString("rwxr-xr-x"));
+        writeImage(Files.createDirectories(root.resolve("image").resolve("x86_64")));
+        saveScenario();
+    }
+
+    /** Sets one scenario key for every later start (see {@link FakeQemu}). */
+    FakeQemuHost set(String key, String value) throws IOException {
+        scenario.setProperty(key, value);
+        saveScenario();
+        return this;
+    }
+
+    /** How many sandboxes the fake QEMU has played so far. */
+    int boots() throws IOException {
+        Path counter = root.resolve("boots");
+        return Files.exists(counter) ? Integer.parseInt(Files.readString(counter).strip()) : 0;
+    }
+
+    /** Every fake QEMU process that played a sandbox (its pid), alive or not. */
+    java.util.List<ProcessHandle> processes() throws IOException {
+        Path pids = root.resolve("pids");
+        if (!Files.exists(pids)) {
+            return java.util.List.of();
+        }
+        return Files.readAllLines(pids).stream().filter(l -> !l.isBlank())
+                .map(l -> ProcessHandle.of(Long.parseLong(l.strip()))).flatMap(java.util.Optional::stream).toList();
+    }
+
+    Path stateRoot() {
+        return root.resolve("state");
+    }
+
+    Path runtimeRoot() {
+        return root.resolve("run");
+    }
+
+    Path templateRoot() {
+        return root.resolve("templates");
+    }
+
+    /** A backend on this host: every directory its own, the probe finding the fake QEMU. */
+    QemuVmBackend.Builder backend() {
+        QemuLocator locator = new QemuLocator(HostOs.LINUX, Map.of("QVM_QEMU", root.resolve("bin").toString()),
+                p -> Files.isRegularFile(p) && Files.isExecutable(p));
+        return QemuVmBackend.builder().hostProbe(new HostProbe("Linux", "amd64", locator, CommandRunner.system()))
+                .imageDir(root.resolve("image")).stateDirectory(stateRoot()).runtimeDirectory(runtimeRoot())
+                .templateDirectory(templateRoot()).useProbeCache(false);
+    }
+
+    /** A config for this host: TCG (so no probe of /dev/kvm decides), deadlines that fit a test. */
+    static SandboxConfig.Builder config() {
+        return SandboxConfig.builder().accelerator(Accelerator.TCG).vcpus(1)
+                .bootTimeout(java.time.Duration.ofSeconds(60));
+    }
+
+    private void saveScenario() throws IOException {
+        try (var out = Files.newOutputStream(root.resolve("scenario.properties"))) {
+            scenario.store(out, "what the fake QEMU does");
+        }
+    }
+
+    private static void writeImage(Path dir) throws IOException {
+        Files.writeString(dir.resolve("vmlinuz"), "not a kernel: the fake QEMU boots nothing");
+        Files.writeString(dir.resolve("initramfs.cpio.gz"), "not an initramfs");
+        Files.writeString(dir.resolve("manifest.json"), "{\"arch\": \"x86_64\", \"transports\": [\"serial\"],"
+                + " \"kernel\": {\"version\": \"6.1.0-fake\"}}\n");
+        StringBuilder sums = new StringBuilder();
+        for (String f : new String[] {"vmlinuz", "initramfs.cpio.gz", "manifest.json"}) {
+            sums.append(sha256(dir.resolve(f))).append("  ").append(f).append('\n');
+        }
+        Files.writeString(dir.resolve("SHA256SUMS"), sums, StandardCharsets.UTF_8);
+    }
+
+    private static String sha256(Path p) throws IOException {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(p)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

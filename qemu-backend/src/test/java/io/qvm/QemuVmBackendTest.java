@@ -1,0 +1,184 @@
+package io.qvm;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The boot path of {@link QemuVmBackend} — process up, QMP greeting, transport connected,
+ * worker READY; the template build and the clone's restore steps; the retry and the failure
+ * handling — driven end to end against {@link FakeQemu}, a fake QEMU process that speaks QMP, the
+ * frame protocol and the init's control protocol on the real sockets. No VM is booted, so each
+ * failure can be staged exactly, and every test checks that nothing is left behind.
+ */
+class QemuVmBackendTest {
+
+    private static final Duration LONG = Duration.ofSeconds(60);
+
+    @TempDir
+    Path tmp;
+
+    private FakeQemuHost host;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        host = new FakeQemuHost(tmp);
+    }
+
+    @AfterEach
+    void nothingIsLeftBehind() throws IOException {
+        await().atMost(LONG).until(() -> host.processes().stream().noneMatch(ProcessHandle::isAlive));
+        assertEquals(List.of(), entries(host.stateRoot().resolve("sandboxes")), "sandbox state left behind");
+        assertEquals(List.of(), entries(host.runtimeRoot()), "sockets left behind");
+    }
+
+    private static List<Path> entries(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.toList();
+        }
+    }
+
+    @Test
+    void aColdBootGoesThroughEveryStepToReady() throws Exception {
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            BootReport r = s.bootReport();
+            for (String phase : List.of("process-start", "transport-connected", "qmp-ready", "worker-ready",
+                    "guest:init", "guest:runsc")) {
+                assertTrue(r.phase(phase).isPresent(), phase + " missing from " + r.phases());
+            }
+            assertFalse(r.restored());
+            assertEquals("tcg", r.accelerator());
+            assertArrayEquals(new byte[] {1, 2, 3}, s.echo(new byte[] {1, 2, 3}));
+            assertEquals(1, host.boots());
+        }
+    }
+
+    @Test
+    void aWorkerThatDiesBeforeReadyIsRetriedOnceInAFreshVm() throws Exception {
+        host.set("workerExitStatus", "134").set("failingBoots", "1");
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            assertEquals(2, host.boots());
+            assertTrue(s.bootReport().notes().stream().anyMatch(n -> n.contains(
+                    "boot attempt 1 failed: the worker exited with status 134 before READY")), s.bootReport().notes()::toString);
+            assertArrayEquals(new byte[] {7}, s.echo(new byte[] {7}));
+        }
+    }
+
+    @Test
+    void aWorkerThatDiesEveryTimeFailsAfterTheSecondAttemptWithItsStatus() throws Exception {
+        host.set("workerExitStatus", "134");
+        try (QemuVmBackend backend = host.backend().templates(false).build()) {
+            BootFailedException e = assertThrows(BootFailedException.class,
+                    () -> backend.start(FakeQemuHost.config().build()));
+            assertEquals(134, e.workerExitStatus().orElseThrow());
+            assertTrue(e.getMessage().contains("the worker exited with status 134 before READY"), e.getMessage());
+            assertTrue(e.consoleTail().contains("qvm: phase=worker-exit status=134"), e.consoleTail());
+            assertEquals(QemuVmBackend.BOOT_ATTEMPTS, host.boots());
+            assertEquals(List.of(), backend.sandboxes());
+        }
+    }
+
+    @Test
+    void aWorkerThatEndsCleanlyBeforeReadyIsNotRetried() throws Exception {
+        host.set("workerExitStatus", "0");
+        try (QemuVmBackend backend = host.backend().templates(false).build()) {
+            BootFailedException e = assertThrows(BootFailedException.class,
+                    () -> backend.start(FakeQemuHost.config().build()));
+            assertEquals(0, e.workerExitStatus().orElseThrow());
+            assertEquals(1, host.boots());
+        }
+    }
+
+    @Test
+    void anInitThatFailsIsFinalAndSaysWhy() throws Exception {
+        host.set("initError", "cannot mount the worker's tmpfs");
+        try (QemuVmBackend backend = host.backend().templates(false).build()) {
+            BootFailedException e = assertThrows(BootFailedException.class,
+                    () -> backend.start(FakeQemuHost.config().build()));
+            assertTrue(e.getMessage().contains("the guest init failed: cannot mount the worker's tmpfs"), e.getMessage());
+            assertEquals(1, host.boots());
+        }
+    }
+
+    @Test
+    void aQemuThatNeverGreetsOnQmpIsStoppedAtTheBootDeadline() throws Exception {
+        host.set("qmpGreeting", "false");
+        try (QemuVmBackend backend = host.backend().templates(false).build()) {
+            BootFailedException e = assertThrows(BootFailedException.class,
+                    () -> backend.start(FakeQemuHost.config().bootTimeout(Duration.ofSeconds(8)).build()));
+            assertTrue(e.getMessage().contains("did not become ready"), e.getMessage());
+            assertEquals(1, host.boots());
+        }
+    }
+
+    @Test
+    void aQemuThatExitsAtStartIsABootFailureWithItsStderr() throws Exception {
+        host.set("exitAtStart", "7");
+        try (QemuVmBackend backend = host.backend().templates(false).build()) {
+            BootFailedException e = assertThrows(BootFailedException.class,
+                    () -> backend.start(FakeQemuHost.config().build()));
+            assertTrue(e.stderrTail().contains("this fake was told to fail"), e.stderrTail());
+            assertTrue(e.getMessage().contains("QEMU exited with code 7"), e.getMessage());
+            assertFalse(e.getMessage().contains("boot deadline"), "QEMU's exit is the reason, not a deadline: "
+                    + e.getMessage());
+        }
+    }
+
+    @Test
+    void theFirstSandboxBuildsTheTemplateAndEveryOneIsAClone() throws Exception {
+        try (QemuVmBackend backend = host.backend().build()) {
+            SandboxConfig config = FakeQemuHost.config().build();
+            String template;
+            try (Sandbox first = backend.start(config)) {
+                assertTrue(first.bootReport().restored(), first.bootReport()::toString);
+                template = first.bootReport().template().orElseThrow();
+                for (String phase : List.of("state-loaded", "resumed", "clock-set", "worker-ready", "status-checked")) {
+                    assertTrue(first.bootReport().phase(phase).isPresent(), phase + " missing from "
+                            + first.bootReport().phases());
+                }
+                assertArrayEquals(new byte[] {4}, first.echo(new byte[] {4}));
+            }
+            assertEquals(2, host.boots(), "the template VM, then the first clone");
+            try (Sandbox second = backend.start(config)) {
+                assertEquals(template, second.bootReport().template().orElseThrow());
+                assertArrayEquals(new byte[] {5}, second.echo(new byte[] {5}));
+            }
+            assertEquals(3, host.boots(), "the template is built once");
+            assertEquals(1, backend.templateStore().list().size());
+        }
+    }
+
+    @Test
+    void aBrokenTemplateBuildFallsBackToAColdBootAndSaysSo() throws Exception {
+        host.set("workerExitStatus", "134");
+        host.set("failingBoots", "4"); // both template modes fail both attempts
+        List<String> said = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (QemuVmBackend backend = host.backend().progress(said::add).build()) {
+            try (Sandbox s = backend.start(FakeQemuHost.config().build())) {
+                assertFalse(s.bootReport().restored());
+                assertTrue(said.stream().anyMatch(l -> l.contains("cannot build a shared-ram template")), said::toString);
+                assertTrue(said.stream().anyMatch(l -> l.contains("cannot build a full template")), said::toString);
+            }
+            assertEquals(5, host.boots());
+        }
+    }
+}
