@@ -1,0 +1,184 @@
+package io.qvm.backend.boot;
+
+import io.qvm.BootReport;
+import io.qvm.SandboxException;
+import io.qvm.backend.qemu.VmRole;
+import io.qvm.backend.sandbox.GuestControl;
+import io.qvm.backend.sandbox.QemuSandbox;
+import io.qvm.backend.template.MigrationStream;
+import io.qvm.backend.template.Template;
+import io.qvm.backend.template.TemplateException;
+import io.qvm.backend.template.TemplateMode;
+import io.qvm.protocol.Hello;
+import io.qvm.protocol.Ready;
+import io.qvm.protocol.WorkerStatus;
+import io.qvm.transport.SandboxTransport;
+import io.qvm.transport.TransportException;
+import java.io.IOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Predicate;
+
+/**
+ * The steps of a clone's readiness, after {@link VmStart#launch} started QEMU paused with
+ * {@code -incoming defer} on the template's RAM file:
+ *
+ * <ol>
+ * <li>{@code state-loaded}: the template's device state streamed in over QMP migration;
+ * <li>{@code resumed}: {@code cont};
+ * <li>{@code clock-set}: the guest init sets the wall clock from the host and reports that the
+ *     kernel reseeded its random generator after the VM fork (vmgenid); none refuses the
+ *     template, since all its clones would share randomness;
+ * <li>{@code worker-ready}: a fresh HELLO with a new nonce answered (sent while the init sets the
+ *     clock: the worker's answer depends on neither);
+ * <li>{@code status-checked}: STATUS until the worker's clock is within {@link #CLOCK_SETTLED}
+ *     of the host's (for at most {@link #CLOCK_WAIT}), then judged: off by more than
+ *     {@link #MAX_CLOCK_SKEW}, or random bytes an earlier clone reported, refuse the clone.
+ * </ol>
+ *
+ * A {@link TemplateException} blames the template (the caller deletes it); any other failure
+ * is the clone's, typed by {@link VmStart#fail}.
+ */
+public final class CloneRestore {
+
+    static final Duration CLOCK_SETTLED = Duration.ofMillis(500);
+    static final Duration CLOCK_WAIT = Duration.ofSeconds(5);
+
+    /** A restored worker whose clock is further off than this from the host's is refused. */
+    public static final Duration MAX_CLOCK_SKEW = Duration.ofSeconds(2);
+
+    private CloneRestore() {
+    }
+
+    /**
+     * Restores a clone of {@code template} and proves it.
+     *
+     * @param freshRandom whether the random bytes a clone reported were seen from no earlier clone
+     *     of this template (and records them)
+     * @param earlier notes of earlier attempts, for the boot report
+     */
+    public static QemuSandbox restore(VmStart.Context ctx, VmStart.Target target, io.qvm.SandboxConfig config,
+            Template template, Predicate<String> freshRandom, List<String> earlier, long deadline) {
+        // the template was verified by TemplateStore.obtain() for this very start (adr/0006: every use)
+        VmStart p = VmStart.launch(ctx, target, config, new VmRole.Clone(template.ramFile()), deadline);
+        long startNanos = p.startNanos();
+        Map<String, Duration> phases = p.phases();
+        try {
+            MigrationStream.restore(p.qmp(), p.sockets().migration(), template.stateFile(),
+                    template.mode() == TemplateMode.SHARED_RAM, Deadlines.remaining(deadline, Duration.ofSeconds(60)));
+            phases.put("state-loaded", Deadlines.since(startNanos));
+            p.qmp().cont();
+            phases.put("resumed", Deadlines.since(startNanos));
+            Hello hello = Hello.fresh(VmStart.limits(config));
+            Duration helloDeadline = Deadlines.remaining(deadline);
+            CompletableFuture<Ready> handshake = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return p.transport().handshake(hello, helloDeadline);
+                } catch (TransportException | InterruptedException e) {
+                    throw new CompletionException(e);
+                }
+            });
+            GuestControl.Restored r = p.control().restore(Instant.now(),
+                    Deadlines.remaining(deadline, Duration.ofSeconds(20)));
+            phases.put("clock-set", Deadlines.since(startNanos));
+            if (r.forks() < 1) {
+                handshake.cancel(true);
+                throw new TemplateException("the guest kernel did not reseed its random generator after the restore "
+                        + "(no 'crng reseeded due to virtual machine fork' within the init's wait): clones would share "
+                        + "randomness");
+            }
+            Ready ready = awaitReady(handshake, deadline);
+            phases.put("worker-ready", Deadlines.since(startNanos));
+            WorkerStatus status = awaitClock(p.transport(), deadline);
+            phases.put("status-checked", Deadlines.since(startNanos));
+            check(template, status, freshRandom);
+            QemuSandbox done = p.toSandbox(new BootReport(target.accel().accelerator().qemuName(), p.machine(),
+                    p.transport().kind(), phases, notes(earlier, target, template, ready, status),
+                    Optional.of(template.id())));
+            p.say("restored from template " + template.id() + " in " + phases.get("worker-ready").toMillis() + " ms");
+            return done;
+        } catch (TemplateException e) {
+            p.fail(e);
+            throw e;
+        } catch (RuntimeException | IOException | InterruptedException | ExecutionException | TimeoutException
+                | io.qvm.backend.qmp.QmpException e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            throw p.fail(e);
+        }
+    }
+
+    private static Ready awaitReady(CompletableFuture<Ready> handshake, long deadline) throws IOException,
+            InterruptedException, TimeoutException {
+        try {
+            return handshake.get(Deadlines.remaining(deadline).toMillis(), TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            Throwable c = e.getCause() instanceof CompletionException ce && ce.getCause() != null
+                    ? ce.getCause() : e.getCause();
+            if (c instanceof IOException io) {
+                throw io;
+            }
+            if (c instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new SandboxException("the clone's handshake failed: " + c, c);
+        }
+    }
+
+    private static List<String> notes(List<String> earlier, VmStart.Target target, Template template, Ready ready,
+            WorkerStatus status) {
+        List<String> notes = new ArrayList<>(earlier);
+        target.accel().warning().ifPresent(notes::add);
+        notes.add("restored from template " + template.id() + " (" + template.mode().id() + "); worker clock "
+                + (status.wallClockMillis() - System.currentTimeMillis()) + " ms from the host's, random bytes of "
+                + "its own");
+        notes.add("worker " + ready.version() + " capabilities " + ready.capabilities());
+        return notes;
+    }
+
+    /**
+     * The clone's own view of itself: its clock within {@link #MAX_CLOCK_SKEW} of the host's, and
+     * random bytes no earlier clone of this template reported.
+     */
+    private static void check(Template template, WorkerStatus status, Predicate<String> freshRandom) {
+        long skew = Math.abs(status.wallClockMillis() - System.currentTimeMillis());
+        if (skew > MAX_CLOCK_SKEW.toMillis()) {
+            throw new SandboxException("the restored worker's clock is " + skew + " ms off the host's although the "
+                    + "init set it: refusing the clone");
+        }
+        if (!freshRandom.test(status.random())) {
+            throw new TemplateException("two clones of template " + template.id() + " read the same bytes from "
+                    + "/dev/urandom: their randomness is not their own");
+        }
+    }
+
+    /**
+     * STATUS until the worker's clock is within {@link #CLOCK_SETTLED} of the host's, for at most
+     * {@link #CLOCK_WAIT}. The init sets the guest kernel's clock at once, but gVisor's sentry
+     * keeps its own calibrated clock, updated about once a second; it notices the jump (and falls
+     * back to the guest's clock) at its next update, which after a restore under TCG came 1–2 s
+     * later. The last status is returned either way; {@link #check} judges it.
+     */
+    private static WorkerStatus awaitClock(SandboxTransport transport, long deadline) throws InterruptedException,
+            ExecutionException, TimeoutException {
+        long until = System.nanoTime() + CLOCK_WAIT.toNanos();
+        while (true) {
+            WorkerStatus st = QemuSandbox.status(transport, Deadlines.remaining(deadline, Duration.ofSeconds(20)));
+            long skew = Math.abs(st.wallClockMillis() - System.currentTimeMillis());
+            if (skew <= CLOCK_SETTLED.toMillis() || System.nanoTime() > until) {
+                return st;
+            }
+            Thread.sleep(100);
+        }
+    }
+}
