@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.qvm.backend.process.LogTail;
 import io.qvm.backend.process.StateDirectory;
 import io.qvm.cli.control.ReadyFile;
+import io.qvm.protocol.util.FileTrees;
 import java.io.File;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -69,7 +70,7 @@ final class DetachLauncher {
                     } catch (InterruptedException ignored) {
                         Thread.currentThread().interrupt();
                     }
-                    Launch.deleteTree(launchDir);
+                    FileTrees.deleteQuietly(launchDir);
                 }
             }
         }, "qvm-detach-interrupt");
@@ -111,7 +112,7 @@ final class DetachLauncher {
             synchronized (settled) {
                 settled[0] = true;
             }
-            Launch.deleteTree(launchDir);
+            FileTrees.deleteQuietly(launchDir);
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
             } catch (IllegalStateException shuttingDown) {

@@ -2,7 +2,7 @@ package io.qvm.backend.template;
 
 import io.qvm.backend.internal.Sha256;
 import io.qvm.backend.process.Posix;
-import io.qvm.backend.process.StateDirectory;
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -392,7 +392,7 @@ public final class TemplateStore {
         List<String> removed = new ArrayList<>();
         for (Listed l : list()) {
             if (l.id().startsWith(idPrefix)) {
-                StateDirectory.deleteTree(l.dir());
+                FileTrees.delete(l.dir());
                 removed.add(l.id());
             }
         }
@@ -408,7 +408,7 @@ public final class TemplateStore {
     public List<String> removeAll() throws IOException {
         List<String> removed = new ArrayList<>();
         for (Listed l : list()) {
-            StateDirectory.deleteTree(l.dir());
+            FileTrees.delete(l.dir());
             removed.add(l.id());
         }
         if (Files.isDirectory(root)) {
@@ -481,9 +481,7 @@ public final class TemplateStore {
 
     private static void deleteQuietly(Path dir) {
         try {
-            if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
-                StateDirectory.deleteTree(dir);
-            }
+            FileTrees.delete(dir);
         } catch (IOException e) {
             LOG.log(System.Logger.Level.WARNING, "cannot delete " + dir + ": " + e.getMessage());
         }
