@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.qvm.backend.internal.ControlChars;
 import java.io.EOFException;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
@@ -477,15 +478,7 @@ public final class QmpClient implements AutoCloseable {
     /** A printable excerpt of raw input: at most {@code max} bytes, control characters escaped. */
     static String excerpt(byte[] bytes, int max) {
         int n = Math.min(bytes.length, max);
-        String s = new String(bytes, 0, n, StandardCharsets.UTF_8);
-        StringBuilder out = new StringBuilder(s.length() + 8);
-        s.codePoints().forEach(cp -> {
-            if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-                out.append(String.format("\\x%02x", cp));
-            } else {
-                out.appendCodePoint(cp);
-            }
-        });
+        StringBuilder out = new StringBuilder(ControlChars.escape(new String(bytes, 0, n, StandardCharsets.UTF_8)));
         if (bytes.length > n) {
             out.append("... (").append(bytes.length).append(" bytes)");
         }
