@@ -406,7 +406,8 @@ public final class QemuVmBackend implements SandboxBackend {
             l.control.ping(Duration.ofSeconds(10));
             MigrationStream.Saved saved = MigrationStream.save(l.qmp, l.sockets.migration(),
                     dir.resolve(Template.STATE), plan.mode() == TemplateMode.SHARED_RAM, Duration.ofSeconds(120));
-            return new TemplateStore.Built(vm.bootReport().total().toMillis(), saved.took().toMillis());
+            return new TemplateStore.Built(plan.input().config().memoryMib(), vm.bootReport().total().toMillis(),
+                    saved.took().toMillis());
         } finally {
             // Never resume a saved template: its clones map the pages it would write. quit, no GOODBYE.
             vm.discard();

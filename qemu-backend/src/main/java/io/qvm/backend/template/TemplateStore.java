@@ -101,8 +101,8 @@ public final class TemplateStore {
         Built build(Path dir, TemplateMode mode) throws Exception;
     }
 
-    /** How long the build's cold boot and save took. */
-    public record Built(long bootMillis, long saveMillis) {
+    /** The guest RAM the build's VM had, and how long its cold boot and save took. */
+    public record Built(int memoryMib, long bootMillis, long saveMillis) {
     }
 
     /** The outcome of {@link #find}: a verified template, or why there is none. */
@@ -218,7 +218,7 @@ public final class TemplateStore {
             }
             privateFile(state);
             TemplateMeta meta = new TemplateMeta(TemplateKey.FORMAT, key.hash(), key.inputs(), mode.id(),
-                    memoryMib(key), Instant.now().toString(), Posix.supported(tmp) ? Posix.currentUid() : -1,
+                    built.memoryMib(), Instant.now().toString(), Posix.supported(tmp) ? Posix.currentUid() : -1,
                     built.bootMillis(), built.saveMillis(), facts(state, Sha256.of(state)), ram);
             Path metaFile = tmp.resolve(Template.META);
             meta.write(metaFile);
@@ -235,17 +235,6 @@ public final class TemplateStore {
         } finally {
             deleteQuietly(tmp);
         }
-    }
-
-    private static int memoryMib(TemplateKey key) {
-        String argv = key.inputs().getOrDefault("argv", "");
-        String[] a = argv.split("\n");
-        for (int i = 0; i + 1 < a.length; i++) {
-            if (a[i].equals("-m")) {
-                return Integer.parseInt(a[i + 1].replace("M", ""));
-            }
-        }
-        return 0;
     }
 
     /** Every check of the class comment for {@code dir} against {@code meta} and {@code key}. */
