@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.image.PackageLock.Entry;
 import io.qvm.image.PackageLock.Role;
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -194,7 +195,7 @@ public final class ImageBuilder {
 
             // outputs
             Path building = outDir.resolve("." + arch.id() + ".building");
-            Trees.delete(building);
+            FileTrees.delete(building);
             Files.createDirectories(building);
             progress.accept("writing " + INITRAMFS + " (" + PackageStore.mib(Trees.size(stage))
                     + " uncompressed)");
@@ -221,14 +222,14 @@ public final class ImageBuilder {
             Files.writeString(building.resolve(SHA256SUMS), sb.toString());
 
             Path finalDir = outDir.resolve(arch.id());
-            Trees.delete(finalDir);
+            FileTrees.delete(finalDir);
             Files.move(building, finalDir, StandardCopyOption.ATOMIC_MOVE);
             long ms = (System.nanoTime() - start) / 1_000_000;
             progress.accept("done in " + ms / 1000.0 + " s: " + INITRAMFS + " "
                     + PackageStore.mib(sizes.get(INITRAMFS)) + " sha256 " + sums.get(INITRAMFS));
             return new Result(arch, finalDir, kver, sizes, sums, ms, manifest);
         } finally {
-            Trees.deleteQuietly(work);
+            FileTrees.deleteQuietly(work);
         }
     }
 

@@ -2,6 +2,7 @@ package io.qvm.image;
 
 import io.qvm.protocol.image.Arch;
 import io.qvm.image.PackageLock.Entry;
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -82,7 +83,7 @@ public final class PackageStore {
         } catch (IOException ex) {
             throw new ImageException("cannot store " + e.label() + " in " + cache + ": " + ex, ex);
         } finally {
-            Trees.deleteQuietly(tmp);
+            FileTrees.deleteQuietly(tmp);
         }
     }
 

@@ -12,33 +12,6 @@ final class Trees {
     private Trees() {
     }
 
-    static void delete(Path root) throws IOException {
-        if (!Files.exists(root, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-            return;
-        }
-        Files.walkFileTree(root, new SimpleFileVisitor<>() {
-            @Override
-            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                Files.delete(file);
-                return FileVisitResult.CONTINUE;
-            }
-
-            @Override
-            public FileVisitResult postVisitDirectory(Path dir, IOException exc) throws IOException {
-                Files.delete(dir);
-                return FileVisitResult.CONTINUE;
-            }
-        });
-    }
-
-    static void deleteQuietly(Path root) {
-        try {
-            delete(root);
-        } catch (IOException ignored) {
-            // best effort cleanup of a temporary directory
-        }
-    }
-
     /** Total size of the regular files under root. */
     static long size(Path root) throws IOException {
         long[] total = {0};

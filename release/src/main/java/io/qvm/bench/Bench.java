@@ -16,6 +16,7 @@ import io.qvm.backend.template.Template;
 import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -157,7 +158,7 @@ public final class Bench {
             step("memory per idle clone, and " + o.clones() + " clones at once");
             memory(clones);
         } finally {
-            deleteTree(templates);
+            FileTrees.deleteQuietly(templates);
         }
         out.put("finished", Instant.now().toString());
         out.set("goals", Goals.evaluate(out));
@@ -458,13 +459,4 @@ public final class Bench {
         }
     }
 
-    static void deleteTree(Path p) {
-        try {
-            if (Files.exists(p)) {
-                io.qvm.backend.process.StateDirectory.deleteTree(p);
-            }
-        } catch (IOException ignored) {
-            // scratch space
-        }
-    }
 }

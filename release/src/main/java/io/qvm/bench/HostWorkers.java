@@ -12,6 +12,7 @@ import io.qvm.protocol.Hello;
 import io.qvm.protocol.Limits;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
+import io.qvm.protocol.util.FileTrees;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
@@ -192,7 +193,7 @@ final class HostWorkers {
                 p.waitFor(10, TimeUnit.SECONDS);
             }
         } finally {
-            Bench.deleteTree(root);
+            FileTrees.deleteQuietly(root);
         }
     }
 

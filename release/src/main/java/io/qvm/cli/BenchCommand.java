@@ -2,6 +2,7 @@ package io.qvm.cli;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.bench.Bench;
+import io.qvm.protocol.util.FileTrees;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -63,7 +64,7 @@ final class BenchCommand implements Callable<Integer> {
             Bench.write(results, outDir);
         } finally {
             progress.done();
-            io.qvm.backend.process.StateDirectory.deleteTree(work);
+            FileTrees.delete(work);
         }
         PrintWriter o = spec.commandLine().getOut();
         if (json.enabled()) {

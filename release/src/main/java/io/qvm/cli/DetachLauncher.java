@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.qvm.backend.process.LogTail;
 import io.qvm.backend.process.StateDirectory;
 import io.qvm.cli.control.ReadyFile;
+import io.qvm.protocol.util.FileTrees;
+import io.qvm.protocol.util.Retry;
 import java.io.File;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -69,12 +71,12 @@ final class DetachLauncher {
                     } catch (InterruptedException ignored) {
                         Thread.currentThread().interrupt();
                     }
-                    Launch.deleteTree(launchDir);
+                    FileTrees.deleteQuietly(launchDir);
                 }
             }
         }, "qvm-detach-interrupt");
         Runtime.getRuntime().addShutdownHook(hook);
-        long deadline = System.nanoTime() + wait.toNanos();
+        Retry retry = Retry.until(wait, POLL, POLL, p::isAlive);
         try (FileChannel logChannel = FileChannel.open(log, StandardOpenOption.READ)) {
             LineFollower follower = new LineFollower(logChannel);
             while (true) {
@@ -88,12 +90,12 @@ final class DetachLauncher {
                     Output.emit(out, UpReport.of(r, stateDir.toString()), json);
                     return ExitCode.OK.code();
                 }
-                if (!p.isAlive()) {
+                if (!retry.peerAlive()) {
                     follower.poll(this::echo);
                     progress.done();
                     throw died(p.exitValue(), launchDir, log);
                 }
-                if (System.nanoTime() > deadline) {
+                if (retry.expired()) {
                     progress.done();
                     p.destroy();
                     boolean exited = p.waitFor(60, TimeUnit.SECONDS);
@@ -105,13 +107,13 @@ final class DetachLauncher {
                             + LogTail.tail(log, 4096), "raise --wait or --boot-timeout; qvm doctor checks the host",
                             null);
                 }
-                Thread.sleep(POLL.toMillis());
+                retry.pause("waiting for the detached supervisor to be ready");
             }
         } finally {
             synchronized (settled) {
                 settled[0] = true;
             }
-            Launch.deleteTree(launchDir);
+            FileTrees.deleteQuietly(launchDir);
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
             } catch (IllegalStateException shuttingDown) {

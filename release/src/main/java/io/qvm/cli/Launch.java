@@ -1,6 +1,5 @@
 package io.qvm.cli;
 
-import io.qvm.backend.process.StateDirectory;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -45,15 +44,4 @@ final class Launch {
         return dir;
     }
 
-    /** Deletes a directory tree without following symlinks; a missing one is fine. Never throws. */
-    static void deleteTree(Path dir) {
-        if (dir == null) {
-            return;
-        }
-        try {
-            StateDirectory.deleteTree(dir);
-        } catch (IOException ignored) {
-            // best effort: a leftover launch directory is harmless
-        }
-    }
 }

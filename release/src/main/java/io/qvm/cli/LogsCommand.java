@@ -1,5 +1,6 @@
 package io.qvm.cli;
 
+import io.qvm.backend.internal.ControlChars;
 import io.qvm.backend.process.StateDirectory;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -133,22 +134,9 @@ final class LogsCommand implements Callable<Integer> {
                 truncated = true;
             }
             List<String> out = new ArrayList<>(lines.size());
-            lines.forEach(l -> out.add(sanitise(l)));
+            lines.forEach(l -> out.add(ControlChars.escape(l, "\t", "\r")));
             return new Read(out, truncated);
         }
-    }
-
-    /** Control characters (a hostile guest's escape sequences) as {@code \xNN}; tabs stay. */
-    static String sanitise(String s) {
-        StringBuilder b = new StringBuilder(s.length());
-        s.codePoints().forEach(cp -> {
-            if (cp == '\t' || cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0)) {
-                b.appendCodePoint(cp);
-            } else if (cp != '\r') {
-                b.append(String.format("\\x%02x", cp));
-            }
-        });
-        return b.toString();
     }
 
     /** {@code qvm logs} — schema {@code qvm.logs/1}. */

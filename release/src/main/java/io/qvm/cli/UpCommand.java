@@ -11,6 +11,7 @@ import io.qvm.cli.control.ControlServer;
 import io.qvm.cli.control.ControlTarget;
 import io.qvm.cli.control.ReadyFile;
 import io.qvm.protocol.FrameLimits;
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -150,7 +151,7 @@ final class UpCommand implements Callable<Integer> {
             hosted.shutdown();
             progress.done();
             if (supervisor && ready) {
-                Launch.deleteTree(launchDir);
+                FileTrees.deleteQuietly(launchDir);
             }
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);

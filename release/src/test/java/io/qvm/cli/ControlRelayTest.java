@@ -18,6 +18,7 @@ import io.qvm.protocol.Hello;
 import io.qvm.protocol.Limits;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -46,7 +47,7 @@ class ControlRelayTest {
     @AfterEach
     void stop() {
         server.close();
-        Launch.deleteTree(dir);
+        FileTrees.deleteQuietly(dir);
     }
 
     ControlClient client() throws IOException {

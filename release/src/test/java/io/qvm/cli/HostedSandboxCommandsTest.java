@@ -16,6 +16,7 @@ import io.qvm.cli.control.ControlServer;
 import io.qvm.cli.control.ReadyFile;
 import io.qvm.protocol.FrameLimits;
 import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -71,7 +72,7 @@ class HostedSandboxCommandsTest {
     @AfterEach
     void tearDown() throws IOException {
         server.close();
-        Launch.deleteTree(sockDir);
+        FileTrees.deleteQuietly(sockDir);
     }
 
     @Test

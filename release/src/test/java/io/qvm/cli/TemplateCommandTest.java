@@ -43,7 +43,7 @@ class TemplateCommandTest {
         return store.obtain(new TemplateKey(inputs), TemplateMode.SHARED_RAM, (dir, mode) -> {
             Files.write(dir.resolve(Template.STATE), new byte[] {1, 2, 3});
             Files.write(dir.resolve(Template.RAM), new byte[4096]);
-            return new TemplateStore.Built(1234, 5);
+            return new TemplateStore.Built(Integer.parseInt(memory), 1234, 5);
         }, line -> { });
     }
 

@@ -27,7 +27,8 @@ public final class TemplateSave {
             start.control().ping(Duration.ofSeconds(10));
             MigrationStream.Saved saved = MigrationStream.save(start.qmp(), start.sockets().migration(),
                     dir.resolve(Template.STATE), mode == TemplateMode.SHARED_RAM, Duration.ofSeconds(120));
-            return new TemplateStore.Built(vm.bootReport().total().toMillis(), saved.took().toMillis());
+            return new TemplateStore.Built(start.config().memoryMib(), vm.bootReport().total().toMillis(),
+                    saved.took().toMillis());
         } finally {
             // Never resume a saved template: its clones map the pages it would write. quit, no GOODBYE.
             vm.discard();

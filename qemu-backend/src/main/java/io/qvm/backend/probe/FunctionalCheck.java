@@ -4,6 +4,7 @@ import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
 import io.qvm.Accelerator;
 import io.qvm.backend.qemu.MachineProfile;
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -14,7 +15,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.stream.Stream;
 
 /**
  * Layer 3: boot a small guest with the accelerator and wait for a marker on its serial console,
@@ -108,7 +108,7 @@ public final class FunctionalCheck implements AcceleratorCheck {
             return LayerVerdict.fail(a, Layer.FUNCTIONAL, "cannot run the probe: " + e.getMessage(),
                     "check that " + qemu.binary() + " runs and the temporary directory is writable");
         } finally {
-            deleteQuietly(work);
+            FileTrees.deleteQuietly(work);
         }
     }
 
@@ -248,20 +248,4 @@ public final class FunctionalCheck implements AcceleratorCheck {
         return h;
     }
 
-    private static void deleteQuietly(Path dir) {
-        if (dir == null) {
-            return;
-        }
-        try (Stream<Path> s = Files.walk(dir)) {
-            s.sorted((x, y) -> y.getNameCount() - x.getNameCount()).forEach(f -> {
-                try {
-                    Files.deleteIfExists(f);
-                } catch (IOException ignored) {
-                    // best effort
-                }
-            });
-        } catch (IOException ignored) {
-            // best effort
-        }
-    }
 }

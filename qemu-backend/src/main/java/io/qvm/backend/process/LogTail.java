@@ -1,5 +1,6 @@
 package io.qvm.backend.process;
 
+import io.qvm.backend.internal.ControlChars;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -52,27 +53,11 @@ public final class LogTail {
                 int nl = text.indexOf('\n');
                 text = "[... " + start + " earlier bytes omitted]\n" + (nl >= 0 ? text.substring(nl + 1) : text);
             }
-            return sanitise(text);
+            return ControlChars.escape(text, "\n\t", "\r"); // CRLF consoles: the CR goes
         } catch (NoSuchFileException e) {
             return "(no file " + file + ")";
         } catch (IOException e) {
             return "(unreadable " + file + ": " + e + ")";
         }
-    }
-
-    static String sanitise(String text) {
-        StringBuilder out = new StringBuilder(text.length());
-        text.codePoints().forEach(cp -> {
-            if (cp == '\n' || cp == '\t') {
-                out.append((char) cp);
-            } else if (cp == '\r') {
-                // drop: CRLF consoles
-            } else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-                out.append(String.format("\\x%02x", cp));
-            } else {
-                out.appendCodePoint(cp);
-            }
-        });
-        return out.toString();
     }
 }

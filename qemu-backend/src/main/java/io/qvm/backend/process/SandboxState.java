@@ -1,5 +1,6 @@
 package io.qvm.backend.process;
 
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -80,7 +81,7 @@ public final class SandboxState {
 
     /** Deletes this sandbox's directory and everything in it. */
     public void delete() throws IOException {
-        StateDirectory.deleteTree(dir);
+        FileTrees.delete(dir);
     }
 
     void write(OwnerRecord record) throws IOException {

@@ -1,5 +1,6 @@
 package io.qvm.backend.process;
 
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystemException;
@@ -96,7 +97,7 @@ public record SocketPaths(Path dir, Path qmp, Path worker) {
 
     /** Deletes the runtime directory and the sockets in it (nothing else is expected there). */
     public void deleteDirectory() throws IOException {
-        StateDirectory.deleteTree(dir);
+        FileTrees.delete(dir);
     }
 
     /** The runtime root, from the environment; see the class comment. */

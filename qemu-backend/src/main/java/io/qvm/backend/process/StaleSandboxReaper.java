@@ -1,5 +1,6 @@
 package io.qvm.backend.process;
 
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.file.Files;
@@ -197,7 +198,7 @@ public final class StaleSandboxReaper {
             LOG.log(Level.WARNING, "not deleting runtime dir {0} of sandbox {1}: it is not <root>/{1}", dir, s.id());
             return;
         }
-        StateDirectory.deleteTree(dir);
+        FileTrees.delete(dir);
     }
 
     private static ReapReport.Entry entry(SandboxState s, ReapReport.Outcome outcome, String reason) {

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.qvm.backend.internal.ControlChars;
+import io.qvm.protocol.util.Retry;
 import java.io.EOFException;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
@@ -94,6 +96,8 @@ public final class QmpClient implements AutoCloseable {
     static final ObjectMapper MAPPER = new ObjectMapper();
     private static final System.Logger LOG = System.getLogger(QmpClient.class.getName());
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    private static final Duration FIRST_BACKOFF = Duration.ofMillis(10);
+    private static final Duration MAX_BACKOFF = Duration.ofMillis(200);
     private static final ScheduledThreadPoolExecutor TIMEOUTS = timeoutScheduler();
 
     private final SocketAddress address;
@@ -477,15 +481,7 @@ public final class QmpClient implements AutoCloseable {
     /** A printable excerpt of raw input: at most {@code max} bytes, control characters escaped. */
     static String excerpt(byte[] bytes, int max) {
         int n = Math.min(bytes.length, max);
-        String s = new String(bytes, 0, n, StandardCharsets.UTF_8);
-        StringBuilder out = new StringBuilder(s.length() + 8);
-        s.codePoints().forEach(cp -> {
-            if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-                out.append(String.format("\\x%02x", cp));
-            } else {
-                out.appendCodePoint(cp);
-            }
-        });
+        StringBuilder out = new StringBuilder(ControlChars.escape(new String(bytes, 0, n, StandardCharsets.UTF_8)));
         if (bytes.length > n) {
             out.append("... (").append(bytes.length).append(" bytes)");
         }
@@ -581,13 +577,13 @@ public final class QmpClient implements AutoCloseable {
          * @throws InterruptedException if interrupted while waiting
          */
         public QmpClient connect() throws QmpConnectException, InterruptedException {
-            long deadline = System.nanoTime() + connectTimeout.toNanos();
-            SocketChannel channel = open(deadline);
+            Retry retry = Retry.until(connectTimeout, FIRST_BACKOFF, MAX_BACKOFF, processAlive);
+            SocketChannel channel = open(retry);
             QmpClient client = new QmpClient(this, channel);
             try {
-                awaitStep(client.greeting, deadline, "the QMP greeting");
+                awaitStep(client.greeting, retry, "the QMP greeting");
                 awaitStep(client.executeAsync("qmp_capabilities", null,
-                        Duration.ofNanos(Math.max(1, deadline - System.nanoTime()))), deadline, "the qmp_capabilities reply");
+                        Duration.ofNanos(Math.max(1, retry.remainingNanos()))), retry, "the qmp_capabilities reply");
                 return client;
             } catch (QmpConnectException | InterruptedException | RuntimeException e) {
                 client.close();
@@ -595,9 +591,8 @@ public final class QmpClient implements AutoCloseable {
             }
         }
 
-        private SocketChannel open(long deadline) throws QmpConnectException, InterruptedException {
+        private SocketChannel open(Retry retry) throws QmpConnectException, InterruptedException {
             Exception last = null;
-            long backoffMillis = 10;
             while (true) {
                 if (readyToConnect()) {
                     SocketChannel ch = null;
@@ -620,9 +615,8 @@ public final class QmpClient implements AutoCloseable {
                         last = e; // the socket file vanished between the check and the connect
                     }
                 }
-                failIfDeadOrLate(deadline, "QMP socket " + describe(address) + " to accept a connection", last);
-                Thread.sleep(backoffMillis);
-                backoffMillis = Math.min(200, backoffMillis * 2);
+                failIfDeadOrLate(retry, "QMP socket " + describe(address) + " to accept a connection", last);
+                retry.pause("connecting to QMP socket " + describe(address));
             }
         }
 
@@ -630,19 +624,19 @@ public final class QmpClient implements AutoCloseable {
             return !(address instanceof UnixDomainSocketAddress u) || Files.exists(u.getPath());
         }
 
-        private <T> T awaitStep(CompletableFuture<T> step, long deadline, String what)
+        private <T> T awaitStep(CompletableFuture<T> step, Retry retry, String what)
                 throws QmpConnectException, InterruptedException {
             while (true) {
                 try {
-                    return step.get(Math.min(POLL_NANOS, Math.max(1, deadline - System.nanoTime())), TimeUnit.NANOSECONDS);
+                    return step.get(Math.min(POLL_NANOS, Math.max(1, retry.remainingNanos())), TimeUnit.NANOSECONDS);
                 } catch (TimeoutException e) {
-                    failIfDeadOrLate(deadline, what + " on " + describe(address), null);
+                    failIfDeadOrLate(retry, what + " on " + describe(address), null);
                 } catch (ExecutionException e) {
                     Throwable cause = e.getCause();
                     if (cause instanceof QmpTimeoutException) {
-                        failIfDeadOrLate(deadline, what + " on " + describe(address), cause);
+                        failIfDeadOrLate(retry, what + " on " + describe(address), cause);
                     }
-                    if (!processAlive.getAsBoolean()) {
+                    if (!retry.peerAlive()) {
                         throw new QmpConnectException(QmpConnectException.Reason.PROCESS_EXITED,
                                 "QEMU exited while waiting for " + what + " on " + describe(address), cause);
                     }
@@ -653,12 +647,12 @@ public final class QmpClient implements AutoCloseable {
             }
         }
 
-        private void failIfDeadOrLate(long deadline, String what, Throwable last) throws QmpConnectException {
-            if (!processAlive.getAsBoolean()) {
+        private void failIfDeadOrLate(Retry retry, String what, Throwable last) throws QmpConnectException {
+            if (!retry.peerAlive()) {
                 throw new QmpConnectException(QmpConnectException.Reason.PROCESS_EXITED,
                         "QEMU exited while waiting for " + what, last);
             }
-            if (System.nanoTime() - deadline >= 0) {
+            if (retry.expired()) {
                 throw new QmpConnectException(QmpConnectException.Reason.DEADLINE,
                         "timed out after " + connectTimeout.toMillis() + " ms waiting for " + what
                                 + (last == null ? "" : " (last error: " + last + ")"), last);

@@ -1,5 +1,6 @@
 package io.qvm.backend.sandbox;
 
+import io.qvm.protocol.util.Retry;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -46,6 +47,7 @@ public final class GuestControl implements AutoCloseable {
     private static final Pattern PONG = Pattern.compile("pong ([A-Za-z0-9]{1,64})");
     private static final Pattern ERROR = Pattern.compile("error ([A-Za-z0-9]{1,64}|-) ([a-z-]{1,40})");
     private static final SecureRandom TOKENS = new SecureRandom();
+    private static final Duration CONNECT_PAUSE = Duration.ofMillis(10);
 
     private final SocketChannel channel;
     private final BlockingQueue<String> lines = new LinkedBlockingQueue<>(64);
@@ -76,7 +78,7 @@ public final class GuestControl implements AutoCloseable {
     public static GuestControl connect(Path socket, Duration timeout, BooleanSupplier peerAlive)
             throws IOException, InterruptedException {
         Objects.requireNonNull(socket, "socket");
-        long deadline = System.nanoTime() + timeout.toNanos();
+        Retry retry = Retry.until(timeout, CONNECT_PAUSE, CONNECT_PAUSE, peerAlive);
         IOException last = null;
         while (true) {
             SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
@@ -87,14 +89,14 @@ public final class GuestControl implements AutoCloseable {
                 ch.close();
                 last = e;
             }
-            if (!peerAlive.getAsBoolean()) {
+            if (!retry.peerAlive()) {
                 throw new IOException("QEMU exited before its control socket " + socket + " accepted a connection");
             }
-            if (System.nanoTime() >= deadline) {
+            if (retry.expired()) {
                 throw new IOException("the control socket " + socket + " did not accept a connection within "
                         + timeout.toMillis() + " ms: " + (last == null ? "" : last.getMessage()));
             }
-            Thread.sleep(10);
+            retry.pause("connecting to the control socket " + socket);
         }
     }
 

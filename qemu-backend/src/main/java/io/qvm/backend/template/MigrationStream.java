@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.backend.qmp.QmpClient;
 import io.qvm.backend.qmp.QmpException;
+import io.qvm.protocol.util.Retry;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -35,6 +36,7 @@ import java.util.concurrent.TimeoutException;
 public final class MigrationStream {
 
     private static final long POLL_MILLIS = 5;
+    private static final Duration CONNECT_PAUSE = Duration.ofMillis(2);
 
     private MigrationStream() {
     }
@@ -178,7 +180,7 @@ public final class MigrationStream {
     }
 
     private static SocketChannel connect(Path socket, Duration timeout) throws IOException, InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
+        Retry retry = Retry.until(timeout, CONNECT_PAUSE, CONNECT_PAUSE, () -> true);
         while (true) {
             SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
             try {
@@ -186,12 +188,12 @@ public final class MigrationStream {
                 return ch;
             } catch (IOException e) {
                 ch.close();
-                if (System.nanoTime() > deadline) {
+                if (retry.expired()) {
                     throw new TemplateException("QEMU did not listen for the template's state on " + socket
                             + " within " + timeout.toMillis() + " ms: " + e.getMessage());
                 }
             }
-            Thread.sleep(2);
+            retry.pause("connecting to " + socket);
         }
     }
 }

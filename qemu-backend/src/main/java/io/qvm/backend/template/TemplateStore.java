@@ -2,7 +2,7 @@ package io.qvm.backend.template;
 
 import io.qvm.backend.internal.Sha256;
 import io.qvm.backend.process.Posix;
-import io.qvm.backend.process.StateDirectory;
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -101,8 +101,8 @@ public final class TemplateStore {
         Built build(Path dir, TemplateMode mode) throws Exception;
     }
 
-    /** How long the build's cold boot and save took. */
-    public record Built(long bootMillis, long saveMillis) {
+    /** The guest RAM the build's VM had, and how long its cold boot and save took. */
+    public record Built(int memoryMib, long bootMillis, long saveMillis) {
     }
 
     /** The outcome of {@link #find}: a verified template, or why there is none. */
@@ -218,7 +218,7 @@ public final class TemplateStore {
             }
             privateFile(state);
             TemplateMeta meta = new TemplateMeta(TemplateKey.FORMAT, key.hash(), key.inputs(), mode.id(),
-                    memoryMib(key), Instant.now().toString(), Posix.supported(tmp) ? Posix.currentUid() : -1,
+                    built.memoryMib(), Instant.now().toString(), Posix.supported(tmp) ? Posix.currentUid() : -1,
                     built.bootMillis(), built.saveMillis(), facts(state, Sha256.of(state)), ram);
             Path metaFile = tmp.resolve(Template.META);
             meta.write(metaFile);
@@ -235,17 +235,6 @@ public final class TemplateStore {
         } finally {
             deleteQuietly(tmp);
         }
-    }
-
-    private static int memoryMib(TemplateKey key) {
-        String argv = key.inputs().getOrDefault("argv", "");
-        String[] a = argv.split("\n");
-        for (int i = 0; i + 1 < a.length; i++) {
-            if (a[i].equals("-m")) {
-                return Integer.parseInt(a[i + 1].replace("M", ""));
-            }
-        }
-        return 0;
     }
 
     /** Every check of the class comment for {@code dir} against {@code meta} and {@code key}. */
@@ -392,7 +381,7 @@ public final class TemplateStore {
         List<String> removed = new ArrayList<>();
         for (Listed l : list()) {
             if (l.id().startsWith(idPrefix)) {
-                StateDirectory.deleteTree(l.dir());
+                FileTrees.delete(l.dir());
                 removed.add(l.id());
             }
         }
@@ -408,7 +397,7 @@ public final class TemplateStore {
     public List<String> removeAll() throws IOException {
         List<String> removed = new ArrayList<>();
         for (Listed l : list()) {
-            StateDirectory.deleteTree(l.dir());
+            FileTrees.delete(l.dir());
             removed.add(l.id());
         }
         if (Files.isDirectory(root)) {
@@ -481,9 +470,7 @@ public final class TemplateStore {
 
     private static void deleteQuietly(Path dir) {
         try {
-            if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
-                StateDirectory.deleteTree(dir);
-            }
+            FileTrees.delete(dir);
         } catch (IOException e) {
             LOG.log(System.Logger.Level.WARNING, "cannot delete " + dir + ": " + e.getMessage());
         }

@@ -74,7 +74,7 @@ class TemplateStoreTest {
                 r.nextBytes(ram);
                 Files.write(dir.resolve(Template.RAM), ram);
             }
-            return new TemplateStore.Built(1234, 56);
+            return new TemplateStore.Built(1024, 1234, 56);
         }
     }
 
@@ -382,7 +382,7 @@ class TemplateStoreTest {
     @Test
     void aBuildThatSavedNoStateFails() throws Exception {
         TemplateException e = assertThrows(TemplateException.class,
-                () -> store.obtain(KEY, TemplateMode.FULL, (dir, mode) -> new TemplateStore.Built(1, 1), progress::add));
+                () -> store.obtain(KEY, TemplateMode.FULL, (dir, mode) -> new TemplateStore.Built(1024, 1, 1), progress::add));
         assertTrue(e.getMessage().contains("left no migration stream"), e.getMessage());
         assertFalse(Files.exists(dirOf(KEY)));
         assertEquals(List.of(), leftovers());

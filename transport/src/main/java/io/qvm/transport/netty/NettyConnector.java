@@ -7,6 +7,7 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.qvm.protocol.Limits;
+import io.qvm.protocol.util.Retry;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.TransportException;
 import io.qvm.transport.internal.FrameDispatcher;
@@ -15,14 +16,13 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 
 /** The connect-with-deadline loop shared by the serial and TCP transports. */
 final class NettyConnector {
 
-    private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
-    private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    private static final Duration FIRST_BACKOFF = Duration.ofMillis(5);
+    private static final Duration MAX_BACKOFF = Duration.ofMillis(100);
 
     private NettyConnector() {
     }
@@ -62,16 +62,15 @@ final class NettyConnector {
 
     private static Channel connectLoop(Bootstrap bootstrap, SocketAddress address, String endpoint,
             Duration deadline, BooleanSupplier peerAlive) throws TransportException, InterruptedException {
-        long end = System.nanoTime() + deadline.toNanos();
-        long backoff = FIRST_BACKOFF_NANOS;
+        Retry retry = Retry.until(deadline, FIRST_BACKOFF, MAX_BACKOFF, peerAlive);
         int attempts = 0;
         Throwable last = null;
         while (true) {
-            if (!peerAlive.getAsBoolean()) {
+            if (!retry.peerAlive()) {
                 throw new TransportException(TransportException.Reason.CONNECT_FAILED, "the peer died before " + endpoint + " accepted a connection ("
                         + attempts + " attempts" + lastError(last) + "); look at why QEMU exited", last);
             }
-            long left = end - System.nanoTime();
+            long left = retry.remainingNanos();
             if (left <= 0) {
                 throw new TransportException(TransportException.Reason.CONNECT_FAILED, "no connection to " + endpoint + " within " + deadline + " ("
                         + attempts + " attempts" + lastError(last) + "); check that QEMU was started with this "
@@ -92,11 +91,7 @@ final class NettyConnector {
             }
             last = f.cause();
             f.channel().close();
-            LockSupport.parkNanos(Math.min(backoff, Math.max(0, end - System.nanoTime())));
-            if (Thread.interrupted()) {
-                throw new InterruptedException("interrupted while connecting to " + endpoint);
-            }
-            backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+            retry.pause("connecting to " + endpoint);
         }
     }
 

@@ -5,6 +5,7 @@ import io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.netty.channel.epoll.LinuxSocket;
 import io.netty.channel.epoll.VSockAddress;
 import io.qvm.protocol.Limits;
+import io.qvm.protocol.util.Retry;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.TransportException;
 import io.qvm.transport.internal.FrameDispatcher;
@@ -31,7 +32,8 @@ public final class VsockTransport {
     public static final String KIND = "vsock";
 
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
-    private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    private static final Duration FIRST_BACKOFF = Duration.ofNanos(POLL_NANOS);
+    private static final Duration MAX_BACKOFF = Duration.ofMillis(100);
 
     private VsockTransport() {
     }
@@ -54,16 +56,15 @@ public final class VsockTransport {
             throw new TransportException(TransportException.Reason.CONNECT_FAILED, "vsock is not usable on this host: " + verdict.reason(), null);
         }
         String endpoint = "vsock cid " + cid + " port " + port;
-        long end = System.nanoTime() + deadline.toNanos();
-        long backoff = POLL_NANOS;
+        Retry retry = Retry.until(deadline, FIRST_BACKOFF, MAX_BACKOFF, peerAlive);
         int attempts = 0;
         IOException last = null;
         while (true) {
-            if (!peerAlive.getAsBoolean()) {
+            if (!retry.peerAlive()) {
                 throw new TransportException(TransportException.Reason.CONNECT_FAILED, "the peer died before " + endpoint + " accepted a connection ("
                         + attempts + " attempts" + (last == null ? "" : "; last error: " + last) + ")", last);
             }
-            if (System.nanoTime() - end >= 0) {
+            if (retry.expired()) {
                 throw new TransportException(TransportException.Reason.CONNECT_FAILED, "no connection to " + endpoint + " within " + deadline + " ("
                         + attempts + " attempts" + (last == null ? "" : "; last error: " + last)
                         + "); is the guest's worker listening on that port?", last);
@@ -72,7 +73,7 @@ public final class VsockTransport {
             LinuxSocket fd = LinuxSocket.newVSockStream();
             try {
                 boolean connected = fd.connectVSock(new VSockAddress(cid, port));
-                while (!connected && System.nanoTime() - end < 0) {
+                while (!connected && !retry.expired()) {
                     LockSupport.parkNanos(POLL_NANOS);
                     connected = fd.finishConnect();
                 }
@@ -84,8 +85,7 @@ public final class VsockTransport {
             } catch (IOException e) {
                 last = e;
                 closeQuietly(fd);
-                LockSupport.parkNanos(Math.min(backoff, Math.max(0, end - System.nanoTime())));
-                backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+                retry.pause("connecting to " + endpoint);
             }
             if (Thread.interrupted()) {
                 throw new InterruptedException("interrupted while connecting to " + endpoint);
