@@ -181,4 +181,21 @@ class QemuVmBackendTest {
             assertEquals(5, host.boots());
         }
     }
+
+    @Test
+    void aPoolOnTheRealBackendGivesEveryRequestAFreshClone() throws Exception {
+        try (QemuVmBackend backend = host.backend().build();
+             SandboxPool pool = SandboxPool.builder(backend, FakeQemuHost.config().build())
+                     .recycle(SandboxPool.Recycle.perRequest()).maxSandboxes(1).minIdle(0).warmUpRender(false)
+                     .build()) {
+            for (byte b = 1; b <= 3; b++) {
+                assertArrayEquals(new byte[] {b}, pool.echo(new byte[] {b}));
+            }
+            SandboxPool.PoolStats stats = pool.stats();
+            assertEquals(3, stats.restored(), stats::toString);
+            assertEquals(3, stats.requests(), stats::toString);
+            assertEquals(0, stats.crashed(), stats::toString);
+        }
+        assertEquals(4, host.boots(), "the template VM and one clone per request");
+    }
 }
