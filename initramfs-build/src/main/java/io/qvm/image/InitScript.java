@@ -1,9 +1,16 @@
 package io.qvm.image;
 
+import io.qvm.protocol.image.ConsoleMarkers;
+import io.qvm.protocol.image.ControlProtocol;
+import io.qvm.protocol.image.KernelCommandLine;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
@@ -14,6 +21,11 @@ import java.util.stream.Collectors;
  * run runsc with the port as the worker's stdin/stdout, power off. Beside the sandbox, if the
  * optional control port exists, a shell loop answers the host's {@code restore} and {@code ping}
  * lines (docs/CONTRACTS.md); the worker never holds that port.
+ *
+ * <p>The template names every word it shares with the host by a placeholder ({@code @KEY_XMX_MIB@},
+ * {@code @PHASE_RUNSC@}, {@code @CONTROL_PING@}, …; see {@link #contractWords()}) filled in from
+ * {@link KernelCommandLine}, {@link ConsoleMarkers} and {@link ControlProtocol}, so the init and the
+ * host cannot drift apart; a placeholder without a value is an error.
  */
 public final class InitScript {
     /** The busybox applets the init uses (plus a few for debugging), linked in /bin. */
@@ -22,27 +34,88 @@ public final class InitScript {
             "kill", "lsmod", "mkdir", "mkfifo", "mknod", "mount", "poweroff", "ps", "reboot", "rm", "sed", "sh",
             "sleep", "stat", "switch_root", "sync", "test", "true", "umount", "uname", "usleep");
 
+    private static final Pattern PLACEHOLDER = Pattern.compile("@([A-Z][A-Z0-9_]*)@");
+
     private InitScript() {
     }
 
-    public static String render(String kernelVersion, List<KernelModules.Module> modules,
-            String runscVersion) {
-        String template;
+    /**
+     * The placeholders of the template that stand for words of a contract, each with its value:
+     * {@code KEY_<key>} and {@code DEFAULT_<key>} for every {@link KernelCommandLine.Key} (and
+     * {@code KEY_PREFIX}), the values the init compares ({@code TRANSPORT_SERIAL}, …),
+     * {@code CONSOLE_*} and {@code PHASE_<phase>} for the console markers, {@code CONTROL_*} for
+     * the control port's words and {@code OCI_*} for the placeholders of the OCI config template.
+     */
+    public static Map<String, String> contractWords() {
+        Map<String, String> w = new LinkedHashMap<>();
+        w.put("KEY_PREFIX", KernelCommandLine.PREFIX);
+        for (KernelCommandLine.Key k : KernelCommandLine.Key.values()) {
+            w.put("KEY_" + k.name(), k.key());
+            w.put("DEFAULT_" + k.name(), k.initDefault());
+        }
+        w.put("TRANSPORT_SERIAL", KernelCommandLine.TRANSPORT_SERIAL);
+        w.put("TRANSPORT_VSOCK", KernelCommandLine.TRANSPORT_VSOCK);
+        w.put("ROOTFS_COPY", KernelCommandLine.ROOTFS_COPY);
+        w.put("DEBUG_ON", KernelCommandLine.DEBUG_ON);
+        w.put("CONSOLE_PHASE", ConsoleMarkers.PHASE);
+        w.put("CONSOLE_ERROR", ConsoleMarkers.ERROR);
+        w.put("CONSOLE_UPTIME", ConsoleMarkers.UPTIME);
+        w.put("CONSOLE_STATUS", ConsoleMarkers.STATUS);
+        for (ConsoleMarkers.Phase p : ConsoleMarkers.Phase.values()) {
+            w.put("PHASE_" + p.name(), p.id());
+        }
+        w.put("CONTROL_RESTORE", ControlProtocol.RESTORE);
+        w.put("CONTROL_RESTORED", ControlProtocol.RESTORED);
+        w.put("CONTROL_PING", ControlProtocol.PING);
+        w.put("CONTROL_PONG", ControlProtocol.PONG);
+        w.put("CONTROL_ERROR", ControlProtocol.ERROR);
+        w.put("CONTROL_CLOCK", ControlProtocol.CLOCK);
+        w.put("CONTROL_FORKS", ControlProtocol.FORKS);
+        w.put("CONTROL_NO_TOKEN", ControlProtocol.NO_TOKEN);
+        w.put("CONTROL_BAD_COMMAND", ControlProtocol.BAD_COMMAND);
+        w.put("CONTROL_UNKNOWN_COMMAND", ControlProtocol.UNKNOWN_COMMAND);
+        w.put("CONTROL_MAX_TOKEN", Integer.toString(ControlProtocol.MAX_TOKEN));
+        w.put("CONTROL_MAX_COMMAND", Integer.toString(ControlProtocol.MAX_COMMAND));
+        w.put("OCI_XMX_MIB", OciConfig.XMX_PLACEHOLDER);
+        w.put("OCI_CPUS", OciConfig.CPUS_PLACEHOLDER);
+        w.put("OCI_TMP_MIB", OciConfig.TMP_PLACEHOLDER);
+        return w;
+    }
+
+    /** The template as on the class path, placeholders unfilled. */
+    static String template() {
         try (InputStream in = InitScript.class.getResourceAsStream("init.sh.in")) {
             if (in == null) {
                 throw new ImageException("init.sh.in is missing from the class path");
             }
-            template = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new ImageException("cannot read init.sh.in: " + e, e);
         }
+    }
+
+    public static String render(String kernelVersion, List<KernelModules.Module> modules,
+            String runscVersion) {
         for (String v : new String[] {kernelVersion, runscVersion}) {
             if (!v.matches("[A-Za-z0-9.+~_-]+")) {
                 throw new ImageException("unexpected characters in '" + v + "'");
             }
         }
         String mods = modules.stream().map(KernelModules.Module::path).collect(Collectors.joining(" "));
-        return template.replace("@KVER@", kernelVersion).replace("@MODULES@", mods)
-                .replace("@RUNSC_VERSION@", runscVersion);
+        Map<String, String> values = contractWords();
+        values.put("KVER", kernelVersion);
+        values.put("MODULES", mods);
+        values.put("RUNSC_VERSION", runscVersion);
+        // One pass: a filled-in value is never scanned for placeholders again.
+        Matcher m = PLACEHOLDER.matcher(template());
+        StringBuilder out = new StringBuilder();
+        while (m.find()) {
+            String v = values.get(m.group(1));
+            if (v == null) {
+                throw new ImageException("init.sh.in has the placeholder " + m.group() + ", which has no value");
+            }
+            m.appendReplacement(out, Matcher.quoteReplacement(v));
+        }
+        return m.appendTail(out).toString();
     }
 }

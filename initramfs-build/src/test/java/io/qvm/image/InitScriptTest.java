@@ -7,6 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.qvm.protocol.image.ConsoleMarkers;
+import io.qvm.protocol.image.ConsoleMarkers.Phase;
+import io.qvm.protocol.image.ControlProtocol;
+import io.qvm.protocol.image.KernelCommandLine;
+import io.qvm.protocol.image.KernelCommandLine.Key;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -19,8 +24,12 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -46,6 +55,57 @@ class InitScriptTest {
         assertTrue(INIT.contains("echo \"qvm: error=$*\""), "error format");
     }
 
+    /**
+     * The init side of the console contract: the lines the init prints, with their shell
+     * expansions done by hand, are exactly the phases of {@link ConsoleMarkers}, and its parser
+     * reads each of them.
+     */
+    @Test
+    void thePhasesTheInitPrintsAreThoseOfTheContract() {
+        Set<Phase> printed = EnumSet.noneOf(Phase.class);
+        Matcher calls = Pattern.compile("(?m)^\\s*phase (\\S+)$").matcher(INIT);
+        List<String> lines = new ArrayList<>();
+        while (calls.find()) {
+            lines.add("qvm: phase=" + calls.group(1) + " uptime=1.50"); // what phase() echoes
+        }
+        Matcher echoes = Pattern.compile("(?m)^\\s*echo \"(qvm: phase=[a-z-]+ .*)\"$").matcher(INIT);
+        while (echoes.find()) {
+            lines.add(echoes.group(1).replace("$status", "0").replace("$(uptime_s)", "1.50"));
+        }
+        for (String line : lines) {
+            ConsoleMarkers.Marker m = ConsoleMarkers.parse(line).orElseThrow(() -> new AssertionError(line));
+            String name = m.phase().orElseThrow();
+            Phase p = EnumSet.allOf(Phase.class).stream().filter(x -> x.id().equals(name)).findFirst()
+                    .orElseThrow(() -> new AssertionError("not a phase of the contract: " + line));
+            assertEquals("1.50", m.uptime().orElseThrow(), line);
+            assertTrue(printed.add(p), "printed twice: " + p);
+        }
+        assertEquals(EnumSet.allOf(Phase.class), printed);
+        assertEquals(0, ConsoleMarkers.parse(lines.get(lines.size() - 1)).orElseThrow().status().orElseThrow());
+    }
+
+    /** The template names every shared word by a placeholder: no key, marker or phase is written out. */
+    @Test
+    void theTemplateHoldsNoLiteralContractWord() {
+        String template = InitScript.template();
+        for (Key k : Key.values()) {
+            assertFalse(template.contains(k.key()), k.key());
+            assertTrue(INIT.contains(k.key()) || k == Key.ROOTFS && INIT.contains("qvm.rootfs=copy"), k.key());
+        }
+        assertFalse(template.contains(ConsoleMarkers.PREFIX), ConsoleMarkers.PREFIX);
+        assertFalse(template.contains(KernelCommandLine.WORKER_PORT));
+        assertFalse(template.contains(KernelCommandLine.CONTROL_PORT));
+        for (Phase p : Phase.values()) {
+            assertFalse(template.contains("phase " + p.id() + "\n"), p.id());
+        }
+        Matcher m = Pattern.compile("@([A-Z][A-Z0-9_]*)@").matcher(template);
+        while (m.find()) {
+            String name = m.group(1);
+            assertTrue(InitScript.contractWords().containsKey(name) || Set.of("KVER", "MODULES", "RUNSC_VERSION")
+                    .contains(name), name);
+        }
+    }
+
     @Test
     void fillsKernelVersionAndModuleOrderAndNothingIsLeftUnfilled() {
         assertTrue(INIT.contains("KVER='6.1.0-57-cloud-amd64'"));
@@ -54,11 +114,19 @@ class InitScriptTest {
                 .replace("@[A-Z_]+@", "@(KVER|MODULES|RUNSC_VERSION)@")), "unfilled placeholder");
     }
 
+    /** The init side of the kernel command line contract: every key has its case, and its default. */
     @Test
     void readsEveryContractKeyAndFillsTheOciTemplatePlaceholders() {
-        for (String key : new String[] {"qvm.transport=", "qvm.port=", "qvm.control_port=", "qvm.vsock_port=",
-            "qvm.xmx_mib=", "qvm.cpus=", "qvm.tmp_mib=", "qvm.platform="}) {
-            assertTrue(INIT.contains(key), key);
+        String loop = INIT.substring(INIT.indexOf("for kv in $(cat /proc/cmdline); do"));
+        loop = loop.substring(0, loop.indexOf("done\n"));
+        for (Key k : Key.values()) {
+            if (k == Key.ROOTFS) {
+                assertTrue(INIT.contains("grep -q '" + k.word(KernelCommandLine.ROOTFS_COPY) + "' /proc/cmdline"));
+                continue;
+            }
+            Matcher m = Pattern.compile(Pattern.quote(k.key()) + "=\\*\\) ([A-Z_]+)=").matcher(loop);
+            assertTrue(m.find(), k.key());
+            assertTrue(INIT.contains("\n" + m.group(1) + "=" + k.initDefault() + "\n"), k + " default");
         }
         assertTrue(INIT.contains("s/" + OciConfig.XMX_PLACEHOLDER + "/$XMX/g"));
         assertTrue(INIT.contains("s/" + OciConfig.CPUS_PLACEHOLDER + "/$CPUS/g"));
@@ -105,8 +173,10 @@ class InitScriptTest {
             assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
                 Files.writeString(dir.resolve("dmesg.txt"), "random: crng init done\n");
                 long t0 = System.nanoTime();
-                assertEquals("restored t0 clock=1700000000 forks=0", sh.ask("restore 1700000000 t0"),
+                String restored = sh.ask("restore 1700000000 t0");
+                assertEquals("restored t0 clock=1700000000 forks=0", restored,
                         "no reseed: the loop gives up and the host decides");
+                assertTrue(ControlProtocol.restoredPattern().matcher(restored).matches(), "the host reads it");
                 assertTrue(System.nanoTime() - t0 >= TimeUnit.MILLISECONDS.toNanos(2500), "waited ~3 s");
 
                 Thread reseed = new Thread(() -> writeLater(dir.resolve("dmesg.txt"), 300,
@@ -138,6 +208,10 @@ class InitScriptTest {
                     assertEquals(b[1], sh.ask(b[0]), b[0]);
                 }
                 assertEquals("pong y", sh.ask("ping y"), "still serving");
+                assertTrue(ControlProtocol.pongPattern().matcher("pong y").matches());
+                for (String[] b : bad) {
+                    assertTrue(ControlProtocol.errorPattern().matcher(b[1]).matches(), "the host reads " + b[1]);
+                }
                 assertEquals("", Files.readString(dir.resolve("sleep.log")), "no sleep while input flows");
             });
         } finally {

@@ -1,5 +1,6 @@
 package io.qvm.backend.qemu;
 
+import io.qvm.protocol.image.KernelCommandLine;
 import java.nio.file.Path;
 import java.util.Objects;
 
@@ -7,15 +8,15 @@ import java.util.Objects;
 public sealed interface GuestTransport permits GuestTransport.Serial, GuestTransport.Vsock {
 
     /** The virtio-serial port name the guest init looks for (CONTRACTS.md). */
-    String PORT_NAME = "qvm.worker";
+    String PORT_NAME = KernelCommandLine.WORKER_PORT;
     /** The chardev id of the worker port (CONTRACTS.md). */
     String CHARDEV_ID = "qvmw";
     /** The virtio-serial port of the guest init's control channel (CONTRACTS.md). */
-    String CONTROL_PORT_NAME = "qvm.control";
+    String CONTROL_PORT_NAME = KernelCommandLine.CONTROL_PORT;
     /** The chardev id of the control port. */
     String CONTROL_CHARDEV_ID = "qvmc";
     /** Default guest vsock port (CONTRACTS.md). */
-    int DEFAULT_VSOCK_PORT = 5000;
+    int DEFAULT_VSOCK_PORT = KernelCommandLine.DEFAULT_VSOCK_PORT;
 
     /**
      * virtio-serial port {@value #PORT_NAME}, backed by a unix socket QEMU listens on.

@@ -5,6 +5,8 @@ import io.qvm.Accelerator;
 import io.qvm.SandboxConfig;
 import io.qvm.backend.probe.HostOs;
 import io.qvm.backend.probe.QemuVersion;
+import io.qvm.protocol.image.KernelCommandLine;
+import io.qvm.protocol.image.KernelCommandLine.Key;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -152,22 +154,28 @@ public final class QemuCommand {
 
     /**
      * The kernel command line, per CONTRACTS.md: the console, {@code panic=-1}, and the
-     * {@code qvm.*} keys the guest init reads.
+     * {@code qvm.*} keys the guest init reads ({@link KernelCommandLine}).
      */
     public static String kernelCommandLine(MachineProfile p, SandboxConfig c, GuestTransport t) {
         StringBuilder sb = new StringBuilder();
         sb.append("console=").append(p.consoleDevice()).append(" panic=-1");
         if (t instanceof GuestTransport.Serial) {
-            sb.append(" qvm.transport=serial qvm.port=").append(GuestTransport.PORT_NAME);
+            word(sb, Key.TRANSPORT, KernelCommandLine.TRANSPORT_SERIAL);
+            word(sb, Key.PORT, GuestTransport.PORT_NAME);
         } else {
-            sb.append(" qvm.transport=vsock qvm.vsock_port=").append(((GuestTransport.Vsock) t).port());
+            word(sb, Key.TRANSPORT, KernelCommandLine.TRANSPORT_VSOCK);
+            word(sb, Key.VSOCK_PORT, ((GuestTransport.Vsock) t).port());
         }
-        sb.append(" qvm.control_port=").append(GuestTransport.CONTROL_PORT_NAME);
-        sb.append(" qvm.xmx_mib=").append(c.workerHeapMib());
-        sb.append(" qvm.cpus=").append(c.workerCpus());
-        sb.append(" qvm.tmp_mib=").append(c.guestTmpMib());
-        sb.append(" qvm.platform=").append(c.runscPlatform().kernelValue());
+        word(sb, Key.CONTROL_PORT, GuestTransport.CONTROL_PORT_NAME);
+        word(sb, Key.XMX_MIB, c.workerHeapMib());
+        word(sb, Key.CPUS, c.workerCpus());
+        word(sb, Key.TMP_MIB, c.guestTmpMib());
+        word(sb, Key.PLATFORM, c.runscPlatform().kernelValue());
         return sb.toString();
+    }
+
+    private static void word(StringBuilder sb, Key key, Object value) {
+        sb.append(' ').append(key.word(value));
     }
 
     private static void checkVersion(QemuCommandInput in) {

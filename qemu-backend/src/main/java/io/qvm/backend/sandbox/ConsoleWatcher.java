@@ -1,5 +1,6 @@
 package io.qvm.backend.sandbox;
 
+import io.qvm.protocol.image.ConsoleMarkers;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
@@ -13,11 +14,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
- * Follows the guest console file QEMU writes and picks out the init's one-line markers:
+ * Follows the guest console file QEMU writes and picks out the init's one-line markers
+ * ({@link ConsoleMarkers}):
  *
  * <pre>
  * qvm: phase=&lt;name&gt; uptime=&lt;seconds&gt;      a boot phase and the guest's uptime
@@ -30,10 +30,6 @@ import java.util.regex.Pattern;
  */
 public final class ConsoleWatcher implements AutoCloseable {
 
-    private static final Pattern PHASE = Pattern.compile("qvm: phase=([A-Za-z0-9_.-]+)");
-    private static final Pattern UPTIME = Pattern.compile("uptime=([0-9]+(?:\\.[0-9]+)?)");
-    private static final Pattern STATUS = Pattern.compile("status=(-?[0-9]+)");
-    private static final Pattern ERROR = Pattern.compile("qvm: error=(.*)$");
     private static final int MAX_LINE = 4096;
 
     private final Path file;
@@ -127,35 +123,23 @@ public final class ConsoleWatcher implements AutoCloseable {
 
     private void onLine(String raw) {
         String s = new String(raw.getBytes(StandardCharsets.ISO_8859_1), StandardCharsets.UTF_8);
-        int at = s.indexOf("qvm: ");
-        if (at < 0) {
-            return;
-        }
-        s = s.substring(at);
-        Matcher err = ERROR.matcher(s);
-        if (err.find()) {
-            error = err.group(1).strip();
+        ConsoleMarkers.parse(s).ifPresent(this::onMarker);
+    }
+
+    private void onMarker(ConsoleMarkers.Marker m) {
+        if (m.error().isPresent()) {
+            error = m.error().get();
             progress.accept("guest init failed: " + error);
             return;
         }
-        Matcher m = PHASE.matcher(s);
-        if (!m.find()) {
-            return;
-        }
-        String name = m.group(1);
+        String name = m.phase().orElseThrow();
         Duration host = Duration.ofNanos(System.nanoTime() - startNanos);
         hostSeen.putIfAbsent(name, host);
-        Matcher up = UPTIME.matcher(s);
-        String uptime = up.find() ? up.group(1) : null;
+        String uptime = m.uptime().orElse(null);
         if (uptime != null) {
             guestPhases.putIfAbsent(name, Duration.ofNanos((long) (Double.parseDouble(uptime) * 1e9)));
         }
-        if (name.equals("worker-exit")) {
-            Matcher st = STATUS.matcher(s);
-            if (st.find()) {
-                workerExitStatus = Integer.parseInt(st.group(1));
-            }
-        }
+        m.status().ifPresent(st -> workerExitStatus = st);
         progress.accept("guest: " + name + (uptime == null ? "" : " (guest uptime " + uptime + " s)"));
     }
 

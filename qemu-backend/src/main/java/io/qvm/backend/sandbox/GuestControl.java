@@ -1,5 +1,7 @@
 package io.qvm.backend.sandbox;
 
+import io.qvm.protocol.image.ControlProtocol;
+import io.qvm.protocol.image.KernelCommandLine;
 import io.qvm.protocol.util.Retry;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
@@ -21,9 +23,9 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The host's end of the guest init's control port ({@code qvm.control}, a virtio-serial port
- * that only the init opens; the worker inside gVisor cannot reach it). One ASCII line each way
- * (docs/CONTRACTS.md):
+ * The host's end of the guest init's control port ({@link KernelCommandLine#CONTROL_PORT}, a
+ * virtio-serial port that only the init opens; the worker inside gVisor cannot reach it). One
+ * ASCII line each way, the words of {@link ControlProtocol} (docs/CONTRACTS.md):
  *
  * <pre>
  *   host → init   restore &lt;epochSeconds&gt; &lt;token&gt;     set the wall clock, wait for the CRNG reseed
@@ -43,9 +45,9 @@ public final class GuestControl implements AutoCloseable {
     /** Longest line read; longer ones are skipped to their end. */
     static final int MAX_LINE = 256;
 
-    private static final Pattern RESTORED = Pattern.compile("restored ([A-Za-z0-9]{1,64}) clock=(\\d{1,18}) forks=(\\d{1,9})");
-    private static final Pattern PONG = Pattern.compile("pong ([A-Za-z0-9]{1,64})");
-    private static final Pattern ERROR = Pattern.compile("error ([A-Za-z0-9]{1,64}|-) ([a-z-]{1,40})");
+    private static final Pattern RESTORED = ControlProtocol.restoredPattern();
+    private static final Pattern PONG = ControlProtocol.pongPattern();
+    private static final Pattern ERROR = ControlProtocol.errorPattern();
     private static final SecureRandom TOKENS = new SecureRandom();
     private static final Duration CONNECT_PAUSE = Duration.ofMillis(10);
 
@@ -110,14 +112,14 @@ public final class GuestControl implements AutoCloseable {
     public Restored restore(Instant now, Duration timeout) throws IOException, InterruptedException {
         long seconds = now.plusMillis(500).getEpochSecond();
         String token = token();
-        Matcher m = await("restore " + seconds + " " + token, token, RESTORED, timeout);
+        Matcher m = await(ControlProtocol.RESTORE + " " + seconds + " " + token, token, RESTORED, timeout);
         return new Restored(Long.parseLong(m.group(2)), Integer.parseInt(m.group(3)));
     }
 
     /** Sends {@code ping} and waits for the matching {@code pong}. */
     public void ping(Duration timeout) throws IOException, InterruptedException {
         String token = token();
-        await("ping " + token, token, PONG, timeout);
+        await(ControlProtocol.PING + " " + token, token, PONG, timeout);
     }
 
     private Matcher await(String command, String token, Pattern reply, Duration timeout)

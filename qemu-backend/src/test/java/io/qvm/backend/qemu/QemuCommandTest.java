@@ -11,8 +11,13 @@ import io.qvm.SandboxConfig;
 import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostOs;
 import io.qvm.backend.probe.QemuVersion;
+import io.qvm.protocol.image.KernelCommandLine;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 class QemuCommandTest {
@@ -36,6 +41,31 @@ class QemuCommandTest {
         assertEquals("console=ttyS0 panic=-1 qvm.transport=serial qvm.port=qvm.worker qvm.control_port=qvm.control"
                 + " qvm.xmx_mib="
                 + (3000 - 384 - 200) + " qvm.cpus=4 qvm.tmp_mib=200 qvm.platform=ptrace", after(argv, "-append"));
+    }
+
+    /** The host side of the kernel command line contract: every qvm.* word names a key the init reads. */
+    @Test
+    void everyQvmWordOfEveryCommandLineIsAKeyOfTheContract() {
+        Set<String> known = Arrays.stream(KernelCommandLine.Key.values()).map(KernelCommandLine.Key::key)
+                .collect(Collectors.toSet());
+        for (Map.Entry<String, QemuCommandInput> e : GoldenCases.all().entrySet()) {
+            List<String> argv = QemuCommand.build(e.getValue());
+            if (!argv.contains("-append")) {
+                continue; // a clone: no kernel, no command line
+            }
+            String cmdline = after(argv, "-append");
+            for (String word : cmdline.split(" ")) {
+                if (word.startsWith(KernelCommandLine.PREFIX)) {
+                    assertTrue(word.contains("=") && known.contains(word.substring(0, word.indexOf('='))),
+                            e.getKey() + ": " + word);
+                }
+            }
+            Map<String, String> keys = KernelCommandLine.parse(cmdline);
+            assertEquals(GuestTransport.CONTROL_PORT_NAME, keys.get(KernelCommandLine.Key.CONTROL_PORT.key()),
+                    e.getKey());
+            assertTrue(Set.of(KernelCommandLine.TRANSPORT_SERIAL, KernelCommandLine.TRANSPORT_VSOCK)
+                    .contains(keys.get(KernelCommandLine.Key.TRANSPORT.key())), e.getKey());
+        }
     }
 
     @Test

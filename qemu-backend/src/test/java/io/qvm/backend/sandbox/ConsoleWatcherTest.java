@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.qvm.protocol.image.ConsoleMarkers;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -41,6 +42,33 @@ class ConsoleWatcherTest {
             assertEquals(134, w.workerExitStatus().orElseThrow());
             assertEquals("no port", w.error().orElseThrow());
             assertTrue(progress.contains("guest: init (guest uptime 5.08 s)"), progress.toString());
+        }
+    }
+
+    /** The host side of the console contract: every phase of {@link ConsoleMarkers}, as the init prints it. */
+    @Test
+    void everyPhaseOfTheContractIsRecognised() throws Exception {
+        Path f = dir.resolve("console.log");
+        try (ConsoleWatcher w = new ConsoleWatcher(f, System.nanoTime(), line -> { })) {
+            StringBuilder sb = new StringBuilder();
+            int i = 1;
+            for (ConsoleMarkers.Phase p : ConsoleMarkers.Phase.values()) {
+                sb.append(ConsoleMarkers.PHASE).append(p.id()).append(' ');
+                if (p == ConsoleMarkers.Phase.WORKER_EXIT) {
+                    sb.append(ConsoleMarkers.STATUS).append("3 ");
+                }
+                sb.append(ConsoleMarkers.UPTIME).append(i++).append(".25\n");
+            }
+            append(f, sb.toString());
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.reached(ConsoleMarkers.Phase.POWEROFF.id()));
+            for (ConsoleMarkers.Phase p : ConsoleMarkers.Phase.values()) {
+                assertTrue(w.reached(p.id()), p.id());
+            }
+            assertEquals(Duration.ofMillis(1250), w.guestPhases().get(ConsoleMarkers.Phase.INIT.id()));
+            assertEquals(3, w.workerExitStatus().orElseThrow());
+            append(f, ConsoleMarkers.ERROR + "cannot mount /proc\n");
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.error().isPresent());
+            assertEquals("cannot mount /proc", w.error().orElseThrow());
         }
     }
 

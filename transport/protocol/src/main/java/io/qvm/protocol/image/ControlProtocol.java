@@ -1,0 +1,60 @@
+package io.qvm.protocol.image;
+
+import java.util.regex.Pattern;
+
+/**
+ * The words of the guest init's control port ({@link KernelCommandLine#CONTROL_PORT}): one ASCII
+ * line each way, answered by the init outside the sandbox (docs/CONTRACTS.md). The host's end is
+ * {@code GuestControl}; the init's shell loop is generated from these words (see
+ * {@code io.qvm.image.InitScript}).
+ *
+ * <pre>
+ *   host → init   restore &lt;epochSeconds&gt; &lt;token&gt;     set the wall clock, wait for the CRNG reseed
+ *   init → host   restored &lt;token&gt; clock=&lt;s&gt; forks=&lt;n&gt;
+ *   host → init   ping &lt;token&gt;                        channel check
+ *   init → host   pong &lt;token&gt;
+ *   init → host   error &lt;token|-&gt; bad-command|unknown-command
+ * </pre>
+ */
+public final class ControlProtocol {
+
+    public static final String RESTORE = "restore";
+    public static final String RESTORED = "restored";
+    public static final String PING = "ping";
+    public static final String PONG = "pong";
+    public static final String ERROR = "error";
+    /** The field of {@link #RESTORED} before the guest's clock (epoch seconds). */
+    public static final String CLOCK = "clock=";
+    /** The field of {@link #RESTORED} before the number of vmgenid reseeds the guest kernel logged. */
+    public static final String FORKS = "forks=";
+    /** In an {@link #ERROR} answer when the line had no valid token. */
+    public static final String NO_TOKEN = "-";
+    /** Error reason: a known command with bad arguments, an empty line, or a line too long. */
+    public static final String BAD_COMMAND = "bad-command";
+    /** Error reason: anything else. */
+    public static final String UNKNOWN_COMMAND = "unknown-command";
+    /** The longest token ({@code [A-Za-z0-9]}). */
+    public static final int MAX_TOKEN = 64;
+    /** The longest line the init accepts (characters); a longer one is a {@link #BAD_COMMAND}. */
+    public static final int MAX_COMMAND = 200;
+    /** A token as a regular expression. */
+    public static final String TOKEN = "[A-Za-z0-9]{1," + MAX_TOKEN + "}";
+
+    private ControlProtocol() {
+    }
+
+    /** The init's answer to {@link #RESTORE}: groups token, clock, forks. */
+    public static Pattern restoredPattern() {
+        return Pattern.compile(RESTORED + " (" + TOKEN + ") " + CLOCK + "(\\d{1,18}) " + FORKS + "(\\d{1,9})");
+    }
+
+    /** The init's answer to {@link #PING}: group token. */
+    public static Pattern pongPattern() {
+        return Pattern.compile(PONG + " (" + TOKEN + ")");
+    }
+
+    /** An error answer: groups token (or {@link #NO_TOKEN}), reason. */
+    public static Pattern errorPattern() {
+        return Pattern.compile(ERROR + " (" + TOKEN + "|" + NO_TOKEN + ") ([a-z-]{1,40})");
+    }
+}
