@@ -110,7 +110,7 @@ public final class ImageBuildMain {
                 j.put("ok", true);
                 j.put("arch", a.id());
                 j.put("dir", info.dir().toString());
-                j.put("kernel_version", info.manifest().path("kernel").path("version").asText());
+                j.put("kernel_version", info.manifest().kernelVersion().orElse(""));
                 j.put("rebuilt", false);
                 continue;
             }
@@ -146,14 +146,13 @@ public final class ImageBuildMain {
             j.put("dir", info.dir().toString());
             ArrayNode p = j.putArray("problems");
             info.problems().forEach(p::add);
-            j.set("manifest", info.manifest());
+            j.set("manifest", MAPPER.valueToTree(info.manifest()));
             if (!o.json) {
                 out.println(a + ": " + info.dir() + (info.ok() ? " (verified)" : " (DOES NOT VERIFY)"));
-                out.println("  kernel " + info.manifest().path("kernel").path("version").asText()
-                        + ", runsc " + info.manifest().path("runsc").path("version").asText());
-                for (var f : info.manifest().path("outputs")) {
-                    out.println("  " + f.path("name").asText() + " " + f.path("size").asLong() + " bytes "
-                            + f.path("sha256").asText());
+                out.println("  kernel " + info.manifest().kernelVersion().orElse("")
+                        + ", runsc " + (info.manifest().runsc() == null ? "" : info.manifest().runsc().version()));
+                for (var f : info.manifest().outputFiles()) {
+                    out.println("  " + f.name() + " " + f.size() + " bytes " + f.sha256());
                 }
                 info.problems().forEach(x -> out.println("  problem: " + x));
             }

@@ -1,13 +1,10 @@
 package io.qvm.image;
 
-import io.qvm.protocol.image.Arch;
-import com.fasterxml.jackson.core.util.DefaultIndenter;
-import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.image.PackageLock.Entry;
 import io.qvm.image.PackageLock.Role;
+import io.qvm.protocol.image.Arch;
+import io.qvm.protocol.image.ImageDirectory;
+import io.qvm.protocol.image.ImageManifest;
 import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -41,12 +38,10 @@ import java.util.function.Consumer;
  * {@code SOURCE_DATE_EPOCH}, default 0).
  */
 public final class ImageBuilder {
-    public static final String VMLINUZ = "vmlinuz";
-    public static final String INITRAMFS = "initramfs.cpio.gz";
-    public static final String MANIFEST = "manifest.json";
-    public static final String SHA256SUMS = "SHA256SUMS";
-
-    private static final ObjectMapper MAPPER = new ObjectMapper();
+    public static final String VMLINUZ = ImageDirectory.KERNEL;
+    public static final String INITRAMFS = ImageDirectory.INITRAMFS;
+    public static final String MANIFEST = ImageDirectory.MANIFEST;
+    public static final String SHA256SUMS = ImageDirectory.SHA256SUMS;
 
     private final Arch arch;
     private final Path outDir;
@@ -61,7 +56,7 @@ public final class ImageBuilder {
 
     /** What a build produced. */
     public record Result(Arch arch, Path dir, String kernelVersion, Map<String, Long> sizes,
-            Map<String, String> sha256, long millis, ObjectNode manifest) {
+            Map<String, String> sha256, long millis, ImageManifest manifest) {
     }
 
     private ImageBuilder(Builder b) {
@@ -96,24 +91,24 @@ public final class ImageBuilder {
         if (!info.ok() || !Files.isRegularFile(workerJar)) {
             return false;
         }
-        var m = info.manifest();
+        ImageManifest m = info.manifest();
+        if (m.inputs() == null || m.jre() == null || m.workerJar() == null || m.fixedLimits() == null) {
+            return false;
+        }
         List<String> want = new ArrayList<>();
         for (Entry e : lock.entries(arch)) {
             want.add(e.name() + " " + e.version() + " " + e.sha256());
         }
         List<String> have = new ArrayList<>();
-        m.path("inputs").forEach(i -> have.add(i.path("name").asText() + " " + i.path("version").asText()
-                + " " + i.path("sha256").asText()));
-        List<String> modules = new ArrayList<>();
-        m.path("jre").path("modules").forEach(x -> modules.add(x.asText()));
+        m.inputs().forEach(i -> have.add(i.name() + " " + i.version() + " " + i.sha256()));
         return want.equals(have)
-                && m.path("worker_jar").path("sha256").asText().equals(Sha256.of(workerJar))
-                && modules.equals(jreModules.stream().sorted().toList())
-                && m.path("jre").path("jlink_runtime").asText().equals(Runtime.version().toString())
-                && m.path("fixed_limits").path("rlimit_nofile").asInt() == limits.nofile()
-                && m.path("fixed_limits").path("rlimit_nproc").asInt() == limits.nproc()
-                && m.path("source_date_epoch").asLong() == mtime
-                && m.path("jre").path("cds").asBoolean() == cds;
+                && Sha256.of(workerJar).equals(m.workerJar().sha256())
+                && jreModules.stream().sorted().toList().equals(m.jre().modules())
+                && Runtime.version().toString().equals(m.jre().jlinkRuntime())
+                && m.fixedLimits().rlimitNofile() == limits.nofile()
+                && m.fixedLimits().rlimitNproc() == limits.nproc()
+                && m.sourceDateEpoch() == mtime
+                && m.jre().cds() == cds;
     }
 
     /** Runs the build. */
@@ -207,9 +202,8 @@ public final class ImageBuilder {
             }
             Files.copy(vmlinuz, building.resolve(VMLINUZ));
 
-            ObjectNode manifest = manifest(kver, modules, bundle, entries, runscPkg, building);
-            String manifestText = MAPPER.writer(printer()).writeValueAsString(manifest) + "\n";
-            Files.writeString(building.resolve(MANIFEST), manifestText);
+            ImageManifest manifest = manifest(kver, modules, bundle, entries, runscPkg, building);
+            manifest.write(building.resolve(MANIFEST));
             Map<String, String> sums = new LinkedHashMap<>();
             Map<String, Long> sizes = new LinkedHashMap<>();
             StringBuilder sb = new StringBuilder();
@@ -233,77 +227,37 @@ public final class ImageBuilder {
         }
     }
 
-    private ObjectNode manifest(String kver, List<KernelModules.Module> modules,
+    private ImageManifest manifest(String kver, List<KernelModules.Module> modules,
             BundleBuilder.Result bundle, List<Entry> entries, Entry runscPkg, Path dir) {
-        ObjectNode m = MAPPER.createObjectNode();
-        m.put("format", 1);
-        m.put("arch", arch.id());
-        m.put("debian_arch", arch.debian());
-        m.put("console", arch.console());
-        ObjectNode k = m.putObject("kernel");
-        k.put("version", kver);
-        k.put("package", lock.one(arch, Role.KERNEL).name());
-        ArrayNode mods = k.putArray("modules");
-        modules.forEach(x -> mods.add(x.name()));
-        ObjectNode r = m.putObject("runsc");
-        r.put("version", runscPkg.version());
-        r.put("suite", runscPkg.suite());
-        ArrayNode platforms = r.putArray("platforms");
-        platforms.add("systrap");
-        platforms.add("ptrace");
-        r.put("default_platform", "systrap");
-        ObjectNode jre = m.putObject("jre");
-        ArrayNode jm = jre.putArray("modules");
-        jreModules.stream().sorted().forEach(jm::add);
-        jre.put("jlink_runtime", Runtime.version().toString());
-        jre.put("cds", cds);
-        m.put("reproducible", !cds);
-        ArrayNode jargs = jre.putArray("jlink_args");
-        bundle.jlinkArgs().stream().map(a -> a.startsWith("/") ? Path.of(a).getFileName().toString() : a)
-                .forEach(jargs::add);
-        ArrayNode libs = jre.putArray("libraries");
-        bundle.libraries().keySet().forEach(libs::add);
-        ObjectNode w = m.putObject("worker_jar");
-        w.put("path", OciConfig.WORKER_JAR);
-        w.put("sha256", Sha256.of(workerJar));
-        try {
-            w.put("size", Files.size(workerJar));
-        } catch (IOException e) {
-            throw new ImageException("cannot stat " + workerJar + ": " + e, e);
-        }
-        ObjectNode lim = m.putObject("fixed_limits");
-        lim.put("rlimit_nofile", limits.nofile());
-        lim.put("rlimit_nproc", limits.nproc());
-        m.put("source_date_epoch", mtime);
-        ArrayNode inputs = m.putArray("inputs");
-        for (Entry e : entries) {
-            ObjectNode o = inputs.addObject();
-            o.put("name", e.name());
-            o.put("role", e.role().id());
-            o.put("suite", e.suite());
-            o.put("version", e.version());
-            o.put("architecture", e.architecture());
-            o.put("sha256", e.sha256());
-        }
-        ArrayNode outputs = m.putArray("outputs");
+        ImageManifest.Kernel kernel = new ImageManifest.Kernel(kver, lock.one(arch, Role.KERNEL).name(),
+                modules.stream().map(KernelModules.Module::name).toList());
+        ImageManifest.Runsc runsc = new ImageManifest.Runsc(runscPkg.version(), runscPkg.suite(),
+                List.of("systrap", "ptrace"), "systrap");
+        ImageManifest.Jre jre = new ImageManifest.Jre(jreModules.stream().sorted().toList(),
+                Runtime.version().toString(), cds,
+                bundle.jlinkArgs().stream().map(a -> a.startsWith("/") ? Path.of(a).getFileName().toString() : a)
+                        .toList(),
+                List.copyOf(bundle.libraries().keySet()));
+        ImageManifest.WorkerJar worker = new ImageManifest.WorkerJar(OciConfig.WORKER_JAR, Sha256.of(workerJar),
+                size(workerJar));
+        List<ImageManifest.Input> inputs = entries.stream().map(e -> new ImageManifest.Input(e.name(), e.role().id(),
+                e.suite(), e.version(), e.architecture(), e.sha256())).toList();
+        List<ImageManifest.Output> outputs = new ArrayList<>();
         for (String f : new String[] {INITRAMFS, VMLINUZ}) {
             Path p = dir.resolve(f);
-            ObjectNode o = outputs.addObject();
-            o.put("name", f);
-            o.put("sha256", Sha256.of(p));
-            try {
-                o.put("size", Files.size(p));
-            } catch (IOException e) {
-                throw new ImageException("cannot stat " + p + ": " + e, e);
-            }
+            outputs.add(new ImageManifest.Output(f, Sha256.of(p), size(p)));
         }
-        return m;
+        return new ImageManifest(ImageManifest.FORMAT, arch.id(), arch.debian(), arch.console(), kernel, runsc, jre,
+                !cds, worker, new ImageManifest.FixedLimits(limits.nofile(), limits.nproc()), mtime, inputs, outputs,
+                null);
     }
 
-    static DefaultPrettyPrinter printer() {
-        return new DefaultPrettyPrinter()
-                .withObjectIndenter(new DefaultIndenter("  ", "\n"))
-                .withArrayIndenter(new DefaultIndenter("  ", "\n"));
+    private static long size(Path p) {
+        try {
+            return Files.size(p);
+        } catch (IOException e) {
+            throw new ImageException("cannot stat " + p + ": " + e, e);
+        }
     }
 
     private static Path find(Path root, String name, Entry pkg) {

@@ -1,10 +1,10 @@
 package io.qvm.cli;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import io.qvm.protocol.image.Arch;
 import io.qvm.image.ImageBuilder;
 import io.qvm.image.ImageException;
 import io.qvm.image.ImageInfo;
+import io.qvm.protocol.image.ImageManifest;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -53,12 +53,11 @@ public final class BuilderImageTool implements ImageTool {
                     null);
         }
         List<ImageFile> files = new ArrayList<>();
-        for (JsonNode o : info.manifest().path("outputs")) {
-            files.add(new ImageFile(o.path("name").asText(), o.path("size").asLong(), o.path("sha256").asText()));
+        for (ImageManifest.Output o : info.manifest().outputFiles()) {
+            files.add(new ImageFile(o.name(), o.size(), o.sha256()));
         }
-        JsonNode k = info.manifest().path("kernel").path("version");
-        return new Report(arch.qemuName(), dir.toString(), info.ok(), info.problems(), k.isTextual() ? k.asText() : null,
-                files, 0, info.manifest());
+        return new Report(arch.qemuName(), dir.toString(), info.ok(), info.problems(),
+                info.manifest().kernelVersion().orElse(null), files, 0, info.manifest());
     }
 
 }

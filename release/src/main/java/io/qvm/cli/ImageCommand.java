@@ -148,7 +148,7 @@ final class ImageCommand implements Runnable {
     /** {@code qvm image …} — schema {@code qvm.image/1}. */
     record ImageReport(String schema, String action, String tool, String arch, String dir, boolean ok,
             List<String> problems, String kernelVersion, List<ImageTool.ImageFile> files, long buildMillis,
-            com.fasterxml.jackson.databind.JsonNode manifest) implements Report {
+            io.qvm.protocol.image.ImageManifest manifest) implements Report {
 
         @Override
         public void printText(PrintWriter out) {

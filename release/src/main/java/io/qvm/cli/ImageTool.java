@@ -1,6 +1,6 @@
 package io.qvm.cli;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import io.qvm.protocol.image.ImageManifest;
 import io.qvm.protocol.image.Arch;
 import java.nio.file.Path;
 import java.util.List;
@@ -70,7 +70,7 @@ public interface ImageTool {
      * @param manifest the parsed {@code manifest.json}, or null when it is missing or unreadable
      */
     record Report(String arch, String dir, boolean ok, List<String> problems, String kernelVersion,
-            List<ImageFile> files, long buildMillis, JsonNode manifest) {
+            List<ImageFile> files, long buildMillis, ImageManifest manifest) {
         public Report {
             Objects.requireNonNull(arch, "arch");
             Objects.requireNonNull(dir, "dir");

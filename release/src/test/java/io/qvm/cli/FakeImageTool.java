@@ -1,6 +1,6 @@
 package io.qvm.cli;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import io.qvm.protocol.image.ImageManifest;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.cli.ImageTool;
@@ -51,7 +51,7 @@ class FakeImageTool implements ImageTool {
             Files.writeString(dir.resolve("initramfs.cpio.gz"), "initramfs");
             ObjectNode m = JSON.createObjectNode();
             m.put("arch", arch.qemuName());
-            m.put("kernelVersion", "6.1.0-fake");
+            m.putObject("kernel").put("version", "6.1.0-fake");
             var outs = m.putArray("outputs");
             for (String f : List.of("vmlinuz", "initramfs.cpio.gz")) {
                 outs.addObject().put("name", f).put("size", Files.size(dir.resolve(f))).put("sha256", sha(dir.resolve(f)));
@@ -84,7 +84,7 @@ class FakeImageTool implements ImageTool {
             return new Report(arch.qemuName(), dir.toString(), false, List.of("no image at " + dir), null, List.of(), 0, null);
         }
         List<ImageFile> files = new ArrayList<>();
-        JsonNode manifest = null;
+        ImageManifest manifest = null;
         for (String f : FILES) {
             Path p = dir.resolve(f);
             if (!Files.isRegularFile(p)) {
@@ -98,14 +98,14 @@ class FakeImageTool implements ImageTool {
             try {
                 files.add(new ImageFile(f, Files.size(p), actual));
                 if (f.equals("manifest.json")) {
-                    manifest = JSON.readTree(p.toFile());
+                    manifest = ImageManifest.read(p);
                 }
             } catch (IOException e) {
                 problems.add(f + ": " + e.getMessage());
             }
         }
         return new Report(arch.qemuName(), dir.toString(), problems.isEmpty(), problems,
-                manifest == null ? null : manifest.path("kernelVersion").asText(null), files, 0, manifest);
+                manifest == null ? null : manifest.kernelVersion().orElse(null), files, 0, manifest);
     }
 
     @Override

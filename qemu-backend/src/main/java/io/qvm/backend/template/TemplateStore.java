@@ -1,6 +1,6 @@
 package io.qvm.backend.template;
 
-import io.qvm.backend.internal.Sha256;
+import io.qvm.protocol.image.Sha256;
 import io.qvm.backend.process.Posix;
 import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;

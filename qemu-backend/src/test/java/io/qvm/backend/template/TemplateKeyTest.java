@@ -5,11 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import io.qvm.Accelerator;
 import io.qvm.RunscPlatform;
 import io.qvm.SandboxConfig;
 import io.qvm.backend.image.GuestImage;
+import io.qvm.protocol.image.ImageManifest;
 import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostOs;
 import io.qvm.backend.probe.QemuInstallation;
@@ -83,7 +83,11 @@ class TemplateKeyTest {
     }
 
     private static GuestImage image(String dir, Map<String, String> shas) {
-        return new GuestImage(Arch.X86_64, Path.of(dir), JsonNodeFactory.instance.objectNode(), shas);
+        try {
+            return new GuestImage(Arch.X86_64, Path.of(dir), ImageManifest.parse("{}"), shas);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     private static GuestImage image() {

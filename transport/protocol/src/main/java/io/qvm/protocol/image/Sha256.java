@@ -1,4 +1,4 @@
-package io.qvm.backend.internal;
+package io.qvm.protocol.image;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -8,19 +8,14 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
-/** The hex SHA-256 of a file, streamed (images are tens of megabytes). */
+/** The SHA-256 of a file as lower-case hex, streamed (images are tens of megabytes). */
 public final class Sha256 {
 
     private Sha256() {
     }
 
     public static String of(Path file) throws IOException {
-        MessageDigest md;
-        try {
-            md = MessageDigest.getInstance("SHA-256");
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("every JDK has SHA-256", e);
-        }
+        MessageDigest md = digest();
         try (InputStream in = Files.newInputStream(file)) {
             byte[] buf = new byte[1 << 16];
             int n;
@@ -29,5 +24,13 @@ public final class Sha256 {
             }
         }
         return HexFormat.of().formatHex(md.digest());
+    }
+
+    private static MessageDigest digest() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JDK has SHA-256", e);
+        }
     }
 }
