@@ -1,5 +1,6 @@
 package io.qvm;
 
+import io.qvm.backend.QvmEnvironment;
 import io.qvm.backend.image.GuestImage;
 import io.qvm.backend.probe.AcceleratorChoice;
 import io.qvm.backend.probe.AcceleratorSelector;
@@ -84,21 +85,22 @@ public final class QemuVmBackend implements SandboxBackend {
     private volatile boolean closed;
 
     private QemuVmBackend(Builder b) {
-        this.imageRoot = b.imageRoot != null ? b.imageRoot : GuestImage.defaultRoot();
-        this.states = b.stateRoot != null ? StateDirectory.at(b.stateRoot) : StateDirectory.defaultLocation();
-        this.runtimeRoot = b.runtimeRoot != null ? b.runtimeRoot : SocketPaths.defaultRuntimeRoot();
+        QvmEnvironment env = QvmEnvironment.system();
+        this.imageRoot = env.imageRoot(b.imageRoot);
+        this.states = StateDirectory.at(b.stateRoot != null ? b.stateRoot : env.stateRoot());
+        this.runtimeRoot = b.runtimeRoot != null ? b.runtimeRoot : env.runtimeRoot();
         this.progress = b.progress;
         this.hostProbe = b.hostProbe != null ? b.hostProbe : HostProbe.system();
         this.useProbeCache = b.useProbeCache;
-        this.templates = b.templateRoot != null ? TemplateStore.at(b.templateRoot) : TemplateStore.defaultLocation();
-        this.useTemplates = b.useTemplates != null ? b.useTemplates : !"off".equals(System.getenv(ENV_TEMPLATES));
+        this.templates = TemplateStore.at(b.templateRoot != null ? b.templateRoot : env.templateRoot());
+        this.useTemplates = b.useTemplates != null ? b.useTemplates : env.templatesEnabled();
         this.startupReap = b.reapOnStart ? reap() : null;
     }
 
     /** Set to {@code off} to make every sandbox cold-boot (the builder's {@code templates(false)}). */
-    public static final String ENV_TEMPLATES = "QVM_TEMPLATES";
+    public static final String ENV_TEMPLATES = QvmEnvironment.TEMPLATES;
 
-    /** A backend with every default (image under {@code out/image} or {@code $QVM_IMAGE_DIR}). */
+    /** A backend with every default ({@link QvmEnvironment}: the image under {@code $QVM_IMAGE_DIR} or the user cache). */
     public static QemuVmBackend create() {
         return builder().build();
     }
@@ -496,7 +498,10 @@ public final class QemuVmBackend implements SandboxBackend {
             return this;
         }
 
-        /** The directory holding one image directory per architecture (default {@link GuestImage#defaultRoot()}). */
+        /**
+         * The directory holding one image directory per architecture (default {@code $QVM_IMAGE_DIR},
+         * else {@code images} in the user cache: {@link QvmEnvironment#imageRoot()}).
+         */
         public Builder imageDir(Path root) {
             this.imageRoot = Objects.requireNonNull(root, "root");
             return this;

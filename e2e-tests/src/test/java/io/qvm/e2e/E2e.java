@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.qvm.QemuVmBackend;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.image.GuestImage;
+import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,14 +14,19 @@ import java.util.List;
 import java.util.stream.Collectors;
 
 /** Shared set-up of the end-to-end tests: the real image, a private state directory, visible progress. */
-final class E2e {
+public final class E2e {
 
     private E2e() {
     }
 
-    /** The image the suite boots; `./qvm test` builds it before the tests run. */
-    static Path imageRoot() {
-        Path root = GuestImage.defaultRoot();
+    /**
+     * The image the suite boots: {@code $QVM_IMAGE_DIR} (the {@code ./qvm} launcher sets it to the
+     * checkout's {@code out/image}), else {@code out/image} of this checkout (Maven runs the tests
+     * in the module's directory); `./qvm test` builds it before the tests run.
+     */
+    public static Path imageRoot() {
+        Path root = QvmEnvironment.system().get(QvmEnvironment.IMAGE_DIR).map(Path::of)
+                .orElseGet(() -> Path.of("").toAbsolutePath().getParent().resolve("out").resolve("image"));
         Arch arch = Arch.fromOsArch(System.getProperty("os.arch")).orElseThrow();
         if (!Files.isDirectory(root.resolve(arch.qemuName()))) {
             fail("no guest image at " + root.resolve(arch.qemuName()) + ": build it with ./qvm image build "

@@ -12,7 +12,6 @@ import io.qvm.SandboxLostException;
 import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
 import io.qvm.SandboxPool;
-import io.qvm.backend.image.GuestImage;
 import io.qvm.protocol.ErrorCode;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
@@ -54,7 +53,7 @@ class RenderCorpusE2ETest {
     void boot() throws Exception {
         state = java.nio.file.Files.createTempDirectory("qvm-e2e-corpus");
         trap = new TrapServer();
-        backend = QemuVmBackend.builder().imageDir(GuestImage.defaultRoot()).stateDirectory(state)
+        backend = QemuVmBackend.builder().imageDir(io.qvm.e2e.E2e.imageRoot()).stateDirectory(state)
                 .progress(RenderCorpusE2ETest::log).build();
         // One sandbox reused for the whole corpus: the point is that the same worker survives
         // every hostile document (a per-request pool would hide a worker that did not).

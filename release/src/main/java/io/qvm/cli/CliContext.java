@@ -1,7 +1,7 @@
 package io.qvm.cli;
 
-import io.qvm.backend.image.GuestImage;
-import io.qvm.backend.process.SocketPaths;
+import io.qvm.backend.QvmEnvironment;
+import io.qvm.image.ImageInfo;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Objects;
@@ -41,32 +41,36 @@ public record CliContext(Map<String, String> env, boolean interactive, ImageTool
         return new CliContext(env, interactive, tool, javaCommand, classPath);
     }
 
+    /** The library's view of {@link #env}: every {@code QVM_*} variable and its default. */
+    QvmEnvironment qvmEnv() {
+        return QvmEnvironment.of(env);
+    }
+
     /** {@code --state-dir}, else {@code $QVM_STATE}, else {@code ~/.local/state/qvm}. */
     Path stateRoot(Path option) {
         if (option != null) {
             return option.toAbsolutePath().normalize();
         }
-        String s = env.get("QVM_STATE");
-        if (s != null && !s.isBlank()) {
-            return Path.of(s).toAbsolutePath().normalize();
-        }
-        return Path.of(System.getProperty("user.home"), ".local", "state", "qvm");
+        return qvmEnv().get(QvmEnvironment.STATE).map(s -> Path.of(s).toAbsolutePath().normalize())
+                .orElseGet(() -> qvmEnv().stateRoot());
     }
 
-    /** {@code --image-dir}, else {@code $QVM_IMAGE_DIR}, else {@code out/image} of the checkout. */
+    /**
+     * {@code --image-dir}, else {@code $QVM_IMAGE_DIR}, else {@code out/image} of the qvm checkout
+     * holding the working directory (the {@code ./qvm} launcher sets {@code $QVM_IMAGE_DIR} to its
+     * checkout's). The library has no such fallback: its default is the user cache
+     * ({@link QvmEnvironment#imageRoot()}).
+     */
     Path imageRoot(Path option) {
         if (option != null) {
             return option.toAbsolutePath().normalize();
         }
-        String s = env.get(GuestImage.ENV_IMAGE_DIR);
-        if (s != null && !s.isBlank()) {
-            return Path.of(s).toAbsolutePath().normalize();
-        }
-        return GuestImage.defaultRoot();
+        return qvmEnv().get(QvmEnvironment.IMAGE_DIR).map(s -> Path.of(s).toAbsolutePath().normalize())
+                .orElseGet(() -> ImageInfo.repoRoot().resolve("out").resolve("image"));
     }
 
-    /** Where sandbox sockets go (the control socket too): {@link SocketPaths#defaultRuntimeRoot()}. */
+    /** Where sandbox sockets go (the control socket too): {@link QvmEnvironment#runtimeRoot()} of this process. */
     Path runtimeRoot() {
-        return SocketPaths.defaultRuntimeRoot();
+        return QvmEnvironment.system().runtimeRoot();
     }
 }

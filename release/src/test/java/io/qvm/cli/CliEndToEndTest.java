@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.qvm.backend.image.GuestImage;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -51,7 +50,7 @@ class CliEndToEndTest {
 
     @Test
     void upPsRenderLogsDown() throws IOException {
-        Path imageRoot = GuestImage.defaultRoot();
+        Path imageRoot = CliContext.system().imageRoot(null);
         boolean present = Files.isDirectory(imageRoot.resolve("x86_64"));
         if (!present) {
             System.out.println("CliEndToEndTest skipped: no guest image at " + imageRoot.resolve("x86_64")

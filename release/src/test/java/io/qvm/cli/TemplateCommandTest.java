@@ -32,7 +32,7 @@ class TemplateCommandTest {
     void setUp() {
         Map<String, String> env = new HashMap<>(CliRun.context(tmp.resolve("state"), tmp.resolve("images"), FakeImageTool.NO_BUILDS)
                 .env());
-        env.put(TemplateStore.ENV_CACHE, tmp.resolve("cache").toString());
+        env.put(io.qvm.backend.QvmEnvironment.CACHE, tmp.resolve("cache").toString());
         ctx = CliRun.context(tmp.resolve("state"), tmp.resolve("images"), FakeImageTool.NO_BUILDS).withEnv(env);
         store = TemplateStore.at(tmp.resolve("cache").resolve("templates"));
     }

@@ -1,6 +1,7 @@
 package io.qvm.backend.image;
 
 import io.qvm.HostSetupException;
+import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.image.ImageDirectory;
 import io.qvm.protocol.image.ImageManifest;
@@ -28,8 +29,6 @@ public record GuestImage(Arch arch, Path dir, ImageManifest manifest, Map<String
     public static final String INITRD = ImageDirectory.INITRAMFS;
     public static final String MANIFEST = ImageDirectory.MANIFEST;
     public static final String SUMS = ImageDirectory.SHA256SUMS;
-    /** Environment variable overriding the image root (the directory holding one subdirectory per arch). */
-    public static final String ENV_IMAGE_DIR = "QVM_IMAGE_DIR";
 
     public GuestImage {
         sha256 = Map.copyOf(sha256);
@@ -54,25 +53,6 @@ public record GuestImage(Arch arch, Path dir, ImageManifest manifest, Map<String
     }
 
     /**
-     * The default image root: {@code $QVM_IMAGE_DIR}, else {@code out/image} under the qvm
-     * checkout (found by walking up from the working directory to the directory holding
-     * {@code qvm} and {@code pom.xml}), else {@code out/image} relative to the working directory.
-     */
-    public static Path defaultRoot() {
-        String env = System.getenv(ENV_IMAGE_DIR);
-        if (env != null && !env.isBlank()) {
-            return Path.of(env);
-        }
-        Path p = Path.of("").toAbsolutePath();
-        for (Path d = p; d != null; d = d.getParent()) {
-            if (Files.isRegularFile(d.resolve("qvm")) && Files.isRegularFile(d.resolve("pom.xml"))) {
-                return d.resolve("out").resolve("image");
-            }
-        }
-        return p.resolve("out").resolve("image");
-    }
-
-    /**
      * Loads and verifies the image for {@code arch} under {@code root}.
      *
      * @throws HostSetupException naming the missing file or the mismatching hash, and how to rebuild
@@ -80,7 +60,7 @@ public record GuestImage(Arch arch, Path dir, ImageManifest manifest, Map<String
     public static GuestImage load(Path root, Arch arch) {
         Path dir = root.resolve(arch.qemuName());
         String rebuild = " Build it with: ./qvm image build --arch " + arch.qemuName()
-                + (root.equals(defaultRoot()) ? "" : " --out " + root);
+                + (root.equals(QvmEnvironment.system().imageRoot()) ? "" : " --out " + root);
         if (!Files.isDirectory(dir)) {
             throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, "no guest image for " + arch.qemuName() + " at " + dir + "." + rebuild);
         }

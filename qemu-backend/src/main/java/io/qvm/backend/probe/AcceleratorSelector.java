@@ -1,6 +1,7 @@
 package io.qvm.backend.probe;
 
 import io.qvm.HostSetupException;
+import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import io.qvm.Accelerator;
 import java.nio.file.Path;
@@ -134,7 +135,7 @@ public final class AcceleratorSelector {
      * probe unless a kernel is given.
      */
     public static final class Builder {
-        private Map<String, String> env = System.getenv();
+        private Map<String, String> env = QvmEnvironment.system().variables();
         private Path kernel;
         private Path initrd;
         private Duration hardwareDeadline = Duration.ofSeconds(20);

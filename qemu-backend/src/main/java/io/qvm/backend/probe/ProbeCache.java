@@ -1,5 +1,6 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.QvmEnvironment;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -36,10 +37,6 @@ import java.util.Optional;
  */
 public final class ProbeCache {
 
-    /** Environment variable naming the cache directory. */
-    public static final String ENV_CACHE = "QVM_CACHE";
-    /** File name inside the cache directory. */
-    public static final String FILE_NAME = "probe-cache.json";
 
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final System.Logger LOG = System.getLogger(ProbeCache.class.getName());
@@ -56,10 +53,7 @@ public final class ProbeCache {
 
     /** The cache at {@code $QVM_CACHE/probe-cache.json} or {@code ~/.cache/qvm/probe-cache.json}. */
     public static ProbeCache defaultLocation(Map<String, String> env) {
-        String dir = env.get(ENV_CACHE);
-        Path base = dir != null && !dir.isBlank() ? Path.of(dir)
-                : Path.of(System.getProperty("user.home"), ".cache", "qvm");
-        return new ProbeCache(base.resolve(FILE_NAME), Duration.ofDays(7), Clock.systemUTC());
+        return new ProbeCache(QvmEnvironment.of(env).probeCacheFile(), Duration.ofDays(7), Clock.systemUTC());
     }
 
     /** The JSON file. */
@@ -105,7 +99,7 @@ public final class ProbeCache {
         e.put("probedAt", clock.instant().toString());
         try {
             Files.createDirectories(file.getParent());
-            Path tmp = Files.createTempFile(file.getParent(), FILE_NAME, ".tmp");
+            Path tmp = Files.createTempFile(file.getParent(), file.getFileName().toString(), ".tmp");
             JSON.writerWithDefaultPrettyPrinter().writeValue(tmp.toFile(), root);
             try {
                 Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);

@@ -1,5 +1,6 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,9 +29,6 @@ import java.util.function.Predicate;
  */
 public final class QemuLocator {
 
-    /** Environment variable that overrides the search. */
-    public static final String ENV_OVERRIDE = "QVM_QEMU";
-
     private final HostOs os;
     private final Map<String, String> env;
     private final Predicate<Path> isExecutable;
@@ -48,7 +46,7 @@ public final class QemuLocator {
 
     /** A locator for this process's environment. */
     public static QemuLocator system(HostOs os) {
-        return new QemuLocator(os, System.getenv(), p -> Files.isRegularFile(p) && Files.isExecutable(p));
+        return new QemuLocator(os, QvmEnvironment.system().variables(), p -> Files.isRegularFile(p) && Files.isExecutable(p));
     }
 
     /** The binary's file name, e.g. {@code qemu-system-aarch64} or {@code qemu-system-x86_64.exe}. */
@@ -60,9 +58,9 @@ public final class QemuLocator {
     public List<Path> candidates(Arch guest) {
         String name = binaryName(guest);
         Set<Path> out = new LinkedHashSet<>();
-        String override = env.get(ENV_OVERRIDE);
-        if (override != null && !override.isBlank()) {
-            Path o = Path.of(override.strip());
+        Optional<String> override = QvmEnvironment.of(env, "", "").qemuOverride();
+        if (override.isPresent()) {
+            Path o = Path.of(override.get().strip());
             String file = o.getFileName() == null ? "" : o.getFileName().toString();
             if (file.startsWith("qemu-system-")) {
                 out.add(file.equals(name) ? o : (o.getParent() == null ? Path.of(name) : o.getParent().resolve(name)));

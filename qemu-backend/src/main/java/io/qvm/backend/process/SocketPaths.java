@@ -1,5 +1,6 @@
 package io.qvm.backend.process;
 
+import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -102,23 +103,11 @@ public record SocketPaths(Path dir, Path qmp, Path worker) {
 
     /** The runtime root, from the environment; see the class comment. */
     public static Path defaultRuntimeRoot() {
-        return defaultRuntimeRoot(System.getenv(), System.getProperty("os.name", ""));
+        return QvmEnvironment.system().runtimeRoot();
     }
 
     static Path defaultRuntimeRoot(Map<String, String> env, String osName) {
-        String qvm = env.get("QVM_RUNTIME_DIR");
-        if (qvm != null && !qvm.isBlank()) {
-            return Path.of(qvm);
-        }
-        String xdg = env.get("XDG_RUNTIME_DIR");
-        if (xdg != null && !xdg.isBlank() && Path.of(xdg).isAbsolute()) {
-            return Path.of(xdg, "qvm");
-        }
-        if (osName.startsWith("Windows")) {
-            String temp = env.getOrDefault("TEMP", System.getProperty("java.io.tmpdir"));
-            return Path.of(temp, "qvm");
-        }
-        return Path.of("/tmp", "qvm-" + Posix.currentUid());
+        return QvmEnvironment.of(env, System.getProperty("user.home"), osName).runtimeRoot();
     }
 
     static void createPrivateDirectory(Path dir) throws IOException {

@@ -1,5 +1,6 @@
 package io.qvm.backend.process;
 
+import io.qvm.backend.QvmEnvironment;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -57,15 +58,11 @@ public final class StateDirectory {
 
     /** {@code $QVM_STATE}, or {@code ~/.local/state/qvm}. */
     public static StateDirectory defaultLocation() {
-        return at(defaultRoot(System.getenv(), System.getProperty("user.home")));
+        return at(QvmEnvironment.system().stateRoot());
     }
 
     static Path defaultRoot(Map<String, String> env, String home) {
-        String s = env.get("QVM_STATE");
-        if (s != null && !s.isBlank()) {
-            return Path.of(s);
-        }
-        return Path.of(home, ".local", "state", "qvm");
+        return QvmEnvironment.of(env, home, "").stateRoot();
     }
 
     /** A fresh random sandbox id: 12 characters of lowercase base32 (60 bits). */

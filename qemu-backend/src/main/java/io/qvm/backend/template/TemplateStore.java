@@ -1,5 +1,6 @@
 package io.qvm.backend.template;
 
+import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.image.Sha256;
 import io.qvm.backend.process.Posix;
 import io.qvm.protocol.util.FileTrees;
@@ -57,8 +58,6 @@ import java.util.function.Consumer;
  */
 public final class TemplateStore {
 
-    public static final String ENV_CACHE = "QVM_CACHE";
-
     private static final System.Logger LOG = System.getLogger(TemplateStore.class.getName());
     private static final Set<String> FULLY_VERIFIED = ConcurrentHashMap.newKeySet();
     private static final Map<Path, ReentrantLock> JVM_LOCKS = new ConcurrentHashMap<>();
@@ -77,14 +76,12 @@ public final class TemplateStore {
 
     /** {@code $QVM_CACHE/templates}, else {@code ~/.cache/qvm/templates}. */
     public static TemplateStore defaultLocation() {
-        return defaultLocation(System.getenv());
+        return new TemplateStore(QvmEnvironment.system().templateRoot());
     }
 
     /** {@link #defaultLocation()} for the environment {@code env}. */
     public static TemplateStore defaultLocation(Map<String, String> env) {
-        String dir = env.get(ENV_CACHE);
-        Path base = dir != null && !dir.isBlank() ? Path.of(dir) : Path.of(System.getProperty("user.home"), ".cache", "qvm");
-        return new TemplateStore(base.resolve("templates"));
+        return new TemplateStore(QvmEnvironment.of(env).templateRoot());
     }
 
     public Path root() {

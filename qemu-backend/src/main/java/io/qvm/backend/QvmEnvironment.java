@@ -1,0 +1,140 @@
+package io.qvm.backend;
+
+import io.qvm.backend.process.Posix;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * Every {@code QVM_*} environment variable the library reads, and the default each stands for,
+ * in one place. The classes that need a default ask this (built from {@link #system()} or, in
+ * tests, from a map), never {@link System#getenv} themselves.
+ *
+ * <table>
+ * <caption>Variables and defaults</caption>
+ * <tr><th>variable</th><th>what</th><th>default</th></tr>
+ * <tr><td>{@value #CACHE}</td><td>downloads, probe verdicts, templates, images</td><td>{@code ~/.cache/qvm}</td></tr>
+ * <tr><td>{@value #IMAGE_DIR}</td><td>the image root (one directory per arch)</td><td>{@code <cache>/images}</td></tr>
+ * <tr><td>{@value #STATE}</td><td>the state directory (one directory per sandbox)</td><td>{@code ~/.local/state/qvm}</td></tr>
+ * <tr><td>{@value #RUNTIME_DIR}</td><td>sockets</td><td>{@code $XDG_RUNTIME_DIR/qvm}, else {@code %TEMP%\qvm}
+ *     on Windows, else {@code /tmp/qvm-<uid>}</td></tr>
+ * <tr><td>{@value #QEMU}</td><td>QEMU binary or its directory, searched before PATH</td><td>—</td></tr>
+ * <tr><td>{@value #TEMPLATES}</td><td>{@code off}: cold-boot every sandbox</td><td>templates on</td></tr>
+ * </table>
+ *
+ * A variable that is unset or blank counts as unset. The image root's order is: an explicit path
+ * ({@code QemuVmBackend.Builder#imageDir}), then {@value #IMAGE_DIR}, then the user cache; the
+ * library never looks for a source checkout (the {@code qvm} CLI and launcher do: they point
+ * {@value #IMAGE_DIR} at the checkout's {@code out/image}).
+ */
+public final class QvmEnvironment {
+
+    public static final String CACHE = "QVM_CACHE";
+    public static final String IMAGE_DIR = "QVM_IMAGE_DIR";
+    public static final String STATE = "QVM_STATE";
+    public static final String RUNTIME_DIR = "QVM_RUNTIME_DIR";
+    public static final String QEMU = "QVM_QEMU";
+    public static final String TEMPLATES = "QVM_TEMPLATES";
+
+    private final Map<String, String> env;
+    private final String home;
+    private final String osName;
+
+    private QvmEnvironment(Map<String, String> env, String home, String osName) {
+        this.env = Map.copyOf(env);
+        this.home = Objects.requireNonNull(home, "home");
+        this.osName = Objects.requireNonNull(osName, "osName");
+    }
+
+    /** This process: its environment, {@code user.home} and {@code os.name}. */
+    public static QvmEnvironment system() {
+        return of(System.getenv(), System.getProperty("user.home"), System.getProperty("os.name", ""));
+    }
+
+    /** {@code env} with this process's {@code user.home} and {@code os.name}. */
+    public static QvmEnvironment of(Map<String, String> env) {
+        return of(env, System.getProperty("user.home"), System.getProperty("os.name", ""));
+    }
+
+    /** {@code env}, with {@code home} for the defaults under the home directory and {@code osName} for the runtime root. */
+    public static QvmEnvironment of(Map<String, String> env, String home, String osName) {
+        return new QvmEnvironment(env, home, osName);
+    }
+
+    /** The whole environment (other programs' variables too, e.g. {@code PATH}). */
+    public Map<String, String> variables() {
+        return env;
+    }
+
+    /** The variable's value, unless it is unset or blank. */
+    public Optional<String> get(String name) {
+        String v = env.get(name);
+        return v == null || v.isBlank() ? Optional.empty() : Optional.of(v);
+    }
+
+    /** {@value #CACHE}, else {@code ~/.cache/qvm}. */
+    public Path cacheDir() {
+        return get(CACHE).map(Path::of).orElseGet(() -> Path.of(home, ".cache", "qvm"));
+    }
+
+    /** {@value #IMAGE_DIR}, else {@code images} in the {@link #cacheDir()}. */
+    public Path imageRoot() {
+        return imageRoot(null);
+    }
+
+    /**
+     * The image root in the library's order: {@code explicit} (a builder option) when not null,
+     * else {@value #IMAGE_DIR}, else {@code images} in the {@link #cacheDir()}.
+     */
+    public Path imageRoot(Path explicit) {
+        if (explicit != null) {
+            return explicit;
+        }
+        return get(IMAGE_DIR).map(Path::of).orElseGet(() -> cacheDir().resolve("images"));
+    }
+
+    /** {@code templates} in the {@link #cacheDir()}. */
+    public Path templateRoot() {
+        return cacheDir().resolve("templates");
+    }
+
+    /** {@code probe-cache.json} in the {@link #cacheDir()}. */
+    public Path probeCacheFile() {
+        return cacheDir().resolve("probe-cache.json");
+    }
+
+    /** {@value #STATE}, else {@code ~/.local/state/qvm}. */
+    public Path stateRoot() {
+        return get(STATE).map(Path::of).orElseGet(() -> Path.of(home, ".local", "state", "qvm"));
+    }
+
+    /**
+     * {@value #RUNTIME_DIR}, else {@code qvm} in an absolute {@code $XDG_RUNTIME_DIR}, else
+     * {@code qvm} in {@code %TEMP%} on Windows, else {@code /tmp/qvm-<uid>}.
+     */
+    public Path runtimeRoot() {
+        Optional<Path> qvm = get(RUNTIME_DIR).map(Path::of);
+        if (qvm.isPresent()) {
+            return qvm.get();
+        }
+        Optional<String> xdg = get("XDG_RUNTIME_DIR").filter(x -> Path.of(x).isAbsolute());
+        if (xdg.isPresent()) {
+            return Path.of(xdg.get(), "qvm");
+        }
+        if (osName.startsWith("Windows")) {
+            return Path.of(env.getOrDefault("TEMP", System.getProperty("java.io.tmpdir")), "qvm");
+        }
+        return Path.of("/tmp", "qvm-" + Posix.currentUid());
+    }
+
+    /** {@value #QEMU}: a QEMU binary or the directory holding it, if set. */
+    public Optional<String> qemuOverride() {
+        return get(QEMU);
+    }
+
+    /** False when {@value #TEMPLATES} is {@code off}. */
+    public boolean templatesEnabled() {
+        return !"off".equals(env.get(TEMPLATES));
+    }
+}
