@@ -1,5 +1,8 @@
 package io.qvm;
 
+import io.qvm.protocol.image.ConsoleMarkers;
+import io.qvm.protocol.image.ConsoleMarkers.Phase;
+import io.qvm.protocol.image.ControlProtocol;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -152,10 +155,10 @@ public final class FakeQemu {
         if (!incoming) {
             // the guest's boot, as far as the console shows it, before the worker's port opens
             if (initError != null) {
-                consoleLine("qvm: error=" + initError);
+                consoleLine(ConsoleMarkers.ERROR + initError);
             } else {
-                consoleLine("qvm: phase=init uptime=0.40");
-                consoleLine("qvm: phase=runsc uptime=0.90");
+                consoleLine(phase(Phase.INIT, "0.40"));
+                consoleLine(phase(Phase.RUNSC, "0.90"));
             }
         }
         FakeWorker worker = FakeWorker.builder().answerHello(!dies && initError == null)
@@ -168,19 +171,29 @@ public final class FakeQemu {
         }
         if (dies) {
             Thread.sleep(300);
-            consoleLine("qvm: phase=worker-exit status=" + scenario.getProperty("workerExitStatus") + " uptime=1.50");
+            consoleLine(workerExit(scenario.getProperty("workerExitStatus"), "1.50"));
             powerOff(worker, 0);
         }
         // The guest powers off when the worker exits: here, once it said GOODBYE.
         while (!exiting) {
             if (worker.received().stream().anyMatch(f -> f.kind() == FrameKind.GOODBYE)) {
                 Thread.sleep(100);
-                consoleLine("qvm: phase=worker-exit status=0 uptime=9.00");
+                consoleLine(workerExit("0", "9.00"));
                 powerOff(worker, 0);
             }
             Thread.sleep(50);
         }
         Thread.sleep(Long.MAX_VALUE);
+    }
+
+    /** A console marker as the init prints it ({@link ConsoleMarkers}). */
+    private static String phase(Phase p, String uptime) {
+        return ConsoleMarkers.PHASE + p.id() + " " + ConsoleMarkers.UPTIME + uptime;
+    }
+
+    private static String workerExit(String status, String uptime) {
+        return ConsoleMarkers.PHASE + Phase.WORKER_EXIT.id() + " " + ConsoleMarkers.STATUS + status + " "
+                + ConsoleMarkers.UPTIME + uptime;
     }
 
     private boolean workerDiesNow(int boot) {
@@ -200,7 +213,7 @@ public final class FakeQemu {
 
     private void powerOff(FakeWorker worker, int status) throws IOException {
         exiting = true;
-        consoleLine("qvm: phase=poweroff uptime=9.50");
+        consoleLine(phase(Phase.POWEROFF, "9.50"));
         worker.close();
         System.exit(status);
     }
@@ -242,8 +255,9 @@ public final class FakeQemu {
         while ((line = in.readLine()) != null) {
             String[] w = line.split(" ");
             String answer = switch (w[0]) {
-                case "restore" -> "restored " + w[2] + " clock=" + w[1] + " forks=1";
-                case "ping" -> "pong " + w[1];
+                case ControlProtocol.RESTORE -> ControlProtocol.RESTORED + " " + w[2] + " " + ControlProtocol.CLOCK + w[1]
+                        + " " + ControlProtocol.FORKS + "1";
+                case ControlProtocol.PING -> ControlProtocol.PONG + " " + w[1];
                 default -> "unknown " + w[0];
             };
             out.write((answer + "\n").getBytes(StandardCharsets.UTF_8));
