@@ -5,6 +5,8 @@ import io.qvm.protocol.image.ControlProtocol;
 import io.qvm.protocol.image.KernelCommandLine;
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -41,45 +43,40 @@ public final class InitScript {
 
     /**
      * The placeholders of the template that stand for words of a contract, each with its value:
-     * {@code KEY_<key>} and {@code DEFAULT_<key>} for every {@link KernelCommandLine.Key} (and
-     * {@code KEY_PREFIX}), the values the init compares ({@code TRANSPORT_SERIAL}, …),
-     * {@code CONSOLE_*} and {@code PHASE_<phase>} for the console markers, {@code CONTROL_*} for
-     * the control port's words and {@code OCI_*} for the placeholders of the OCI config template.
+     * {@code KEY_<key>} and {@code DEFAULT_<key>} for every {@link KernelCommandLine.Key},
+     * {@code PHASE_<phase>} for every {@link ConsoleMarkers.Phase}, and the constants of
+     * {@link KernelCommandLine} as {@code CMDLINE_<name>}, of {@link ConsoleMarkers} as
+     * {@code CONSOLE_<name>}, of {@link ControlProtocol} as {@code CONTROL_<name>} and of
+     * {@link OciConfig} (the OCI config template's placeholders) as {@code OCI_<name>}.
      */
     public static Map<String, String> contractWords() {
         Map<String, String> w = new LinkedHashMap<>();
-        w.put("KEY_PREFIX", KernelCommandLine.PREFIX);
         for (KernelCommandLine.Key k : KernelCommandLine.Key.values()) {
             w.put("KEY_" + k.name(), k.key());
             w.put("DEFAULT_" + k.name(), k.initDefault());
         }
-        w.put("TRANSPORT_SERIAL", KernelCommandLine.TRANSPORT_SERIAL);
-        w.put("TRANSPORT_VSOCK", KernelCommandLine.TRANSPORT_VSOCK);
-        w.put("ROOTFS_COPY", KernelCommandLine.ROOTFS_COPY);
-        w.put("DEBUG_ON", KernelCommandLine.DEBUG_ON);
-        w.put("CONSOLE_PHASE", ConsoleMarkers.PHASE);
-        w.put("CONSOLE_ERROR", ConsoleMarkers.ERROR);
-        w.put("CONSOLE_UPTIME", ConsoleMarkers.UPTIME);
-        w.put("CONSOLE_STATUS", ConsoleMarkers.STATUS);
         for (ConsoleMarkers.Phase p : ConsoleMarkers.Phase.values()) {
             w.put("PHASE_" + p.name(), p.id());
         }
-        w.put("CONTROL_RESTORE", ControlProtocol.RESTORE);
-        w.put("CONTROL_RESTORED", ControlProtocol.RESTORED);
-        w.put("CONTROL_PING", ControlProtocol.PING);
-        w.put("CONTROL_PONG", ControlProtocol.PONG);
-        w.put("CONTROL_ERROR", ControlProtocol.ERROR);
-        w.put("CONTROL_CLOCK", ControlProtocol.CLOCK);
-        w.put("CONTROL_FORKS", ControlProtocol.FORKS);
-        w.put("CONTROL_NO_TOKEN", ControlProtocol.NO_TOKEN);
-        w.put("CONTROL_BAD_COMMAND", ControlProtocol.BAD_COMMAND);
-        w.put("CONTROL_UNKNOWN_COMMAND", ControlProtocol.UNKNOWN_COMMAND);
-        w.put("CONTROL_MAX_TOKEN", Integer.toString(ControlProtocol.MAX_TOKEN));
-        w.put("CONTROL_MAX_COMMAND", Integer.toString(ControlProtocol.MAX_COMMAND));
-        w.put("OCI_XMX_MIB", OciConfig.XMX_PLACEHOLDER);
-        w.put("OCI_CPUS", OciConfig.CPUS_PLACEHOLDER);
-        w.put("OCI_TMP_MIB", OciConfig.TMP_PLACEHOLDER);
+        constants(w, "CMDLINE_", KernelCommandLine.class);
+        constants(w, "CONSOLE_", ConsoleMarkers.class);
+        constants(w, "CONTROL_", ControlProtocol.class);
+        constants(w, "OCI_", OciConfig.class);
         return w;
+    }
+
+    /** Every public static final String or int of {@code c}, under its name with {@code prefix}. */
+    private static void constants(Map<String, String> w, String prefix, Class<?> c) {
+        for (Field f : c.getFields()) {
+            int m = f.getModifiers();
+            if (Modifier.isStatic(m) && Modifier.isFinal(m) && (f.getType() == String.class || f.getType() == int.class)) {
+                try {
+                    w.put(prefix + f.getName(), String.valueOf(f.get(null)));
+                } catch (IllegalAccessException e) {
+                    throw new IllegalStateException("a public constant is readable: " + f, e);
+                }
+            }
+        }
     }
 
     /** The template as on the class path, placeholders unfilled. */
