@@ -31,6 +31,8 @@ import io.qvm.backend.sandbox.QemuSandbox;
 import io.qvm.protocol.Hello;
 import io.qvm.protocol.Limits;
 import io.qvm.protocol.Ready;
+import io.qvm.protocol.image.ConsoleMarkers;
+import io.qvm.protocol.image.KernelCommandLine;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.TransportException;
 import io.qvm.transport.netty.SerialTransport;
@@ -365,7 +367,7 @@ public final class VmStart {
         TransportPreference pref = config.transport();
         GuestImage image = target.image();
         VsockSupport.Verdict vsock = pref == TransportPreference.SERIAL ? null : VsockSupport.probe();
-        boolean imageVsock = image.transports().contains("vsock");
+        boolean imageVsock = image.transports().contains(KernelCommandLine.TRANSPORT_VSOCK);
         if (pref == TransportPreference.VSOCK) {
             if (!vsock.usable()) {
                 throw new HostSetupException(HostSetupException.Problem.TRANSPORT_UNAVAILABLE, "vsock was requested "
@@ -410,7 +412,7 @@ public final class VmStart {
             });
             timer.scheduleWithFixedDelay(() -> {
                 console.poll();
-                if (!console.reached("runsc") && console.silentFor().compareTo(GUEST_STALL) > 0) {
+                if (!console.reached(ConsoleMarkers.Phase.RUNSC.id()) && console.silentFor().compareTo(GUEST_STALL) > 0) {
                     fired = true;
                     transport.close();
                     timer.shutdown();
