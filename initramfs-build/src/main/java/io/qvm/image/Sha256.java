@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 
 /**
- * {@link io.qvm.protocol.image.Sha256} for the image build, whose failures are
+ * {@link io.qvm.protocol.util.Sha256} for the image build, whose failures are
  * {@link ImageException}s.
  */
 public final class Sha256 {
@@ -13,7 +13,7 @@ public final class Sha256 {
 
     public static String of(Path file) {
         try {
-            return io.qvm.protocol.image.Sha256.of(file);
+            return io.qvm.protocol.util.Sha256.of(file);
         } catch (IOException e) {
             throw new ImageException("cannot read " + file + " to hash it: " + e, e);
         }

@@ -200,7 +200,7 @@ public sealed interface ProbeGuest permits ProbeGuest.KernelGuest, ProbeGuest.Bo
     /** Hex SHA-256 of a file. */
     static String sha256(Path file) {
         try {
-            return io.qvm.protocol.image.Sha256.of(file);
+            return io.qvm.protocol.util.Sha256.of(file);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read " + file + " for the probe", e);
         }

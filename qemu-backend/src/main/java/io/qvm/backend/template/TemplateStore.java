@@ -1,7 +1,7 @@
 package io.qvm.backend.template;
 
 import io.qvm.backend.QvmEnvironment;
-import io.qvm.protocol.image.Sha256;
+import io.qvm.protocol.util.Sha256;
 import io.qvm.backend.process.Posix;
 import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
-import io.qvm.protocol.image.Sha256;
+import io.qvm.protocol.util.Sha256;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,5 +1,6 @@
 package io.qvm.protocol.image;
 
+import io.qvm.protocol.util.Sha256;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,4 +1,4 @@
-package io.qvm.protocol.image;
+package io.qvm.protocol.util;
 
 import java.io.IOException;
 import java.io.InputStream;
