@@ -108,7 +108,8 @@ public final class ImageBuilder {
                 && m.fixedLimits().rlimitNofile() == limits.nofile()
                 && m.fixedLimits().rlimitNproc() == limits.nproc()
                 && m.sourceDateEpoch() == mtime
-                && m.jre().cds() == cds;
+                && m.jre().cds() == cds
+                && recipe().equals(m.recipeSha256());
     }
 
     /** Runs the build. */
@@ -249,7 +250,18 @@ public final class ImageBuilder {
         }
         return new ImageManifest(ImageManifest.FORMAT, arch.id(), arch.debian(), arch.console(), kernel, runsc, jre,
                 !cds, worker, new ImageManifest.FixedLimits(limits.nofile(), limits.nproc()), mtime, inputs, outputs,
-                null);
+                null, recipe());
+    }
+
+    /**
+     * The SHA-256 of what this builder generates itself (not taken from a pinned package): the
+     * init, rendered from its template and the guest contract (for no modules and placeholder
+     * versions: those come from the lock, which {@link #upToDate} compares on its own), and the
+     * OCI config template for the fixed limits.
+     */
+    String recipe() {
+        return Sha256.of((InitScript.render("0", List.of(), "0") + "\n" + OciConfig.template(limits))
+                .getBytes(StandardCharsets.UTF_8));
     }
 
     private static long size(Path p) {

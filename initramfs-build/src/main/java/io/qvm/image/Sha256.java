@@ -18,4 +18,8 @@ public final class Sha256 {
             throw new ImageException("cannot read " + file + " to hash it: " + e, e);
         }
     }
+
+    public static String of(byte[] bytes) {
+        return io.qvm.protocol.util.Sha256.of(bytes);
+    }
 }

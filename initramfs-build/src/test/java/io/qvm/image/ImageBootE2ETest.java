@@ -3,6 +3,7 @@ package io.qvm.image;
 import io.qvm.protocol.image.Arch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -78,6 +79,26 @@ class ImageBootE2ETest {
         assertTrue(ImageInfo.read(tmp.resolve("a"), Arch.X86_64).ok());
         assertTrue(ImageBuilder.builder().arch(Arch.X86_64).outDir(tmp.resolve("a")).workerJar(jar)
                 .build().upToDate());
+        // An image built by another recipe (an older init or OCI config) is rebuilt, not reused.
+        Path c = tmp.resolve("c").resolve(Arch.X86_64.id());
+        Files.createDirectories(c);
+        for (String f : new String[] {ImageBuilder.VMLINUZ, ImageBuilder.INITRAMFS}) {
+            Files.copy(a.dir().resolve(f), c.resolve(f));
+        }
+        io.qvm.protocol.image.ImageManifest built = io.qvm.protocol.image.ImageManifest.read(
+                a.dir().resolve(ImageBuilder.MANIFEST));
+        new io.qvm.protocol.image.ImageManifest(built.format(), built.arch(), built.debianArch(), built.console(),
+                built.kernel(), built.runsc(), built.jre(), built.reproducible(), built.workerJar(), built.fixedLimits(),
+                built.sourceDateEpoch(), built.inputs(), built.outputs(), built.transports(), "0".repeat(64))
+                .write(c.resolve(ImageBuilder.MANIFEST));
+        StringBuilder sums = new StringBuilder();
+        for (String f : new String[] {ImageBuilder.INITRAMFS, ImageBuilder.MANIFEST, ImageBuilder.VMLINUZ}) {
+            sums.append(io.qvm.protocol.util.Sha256.of(c.resolve(f))).append("  ").append(f).append('\n');
+        }
+        Files.writeString(c.resolve(ImageBuilder.SHA256SUMS), sums);
+        assertTrue(ImageInfo.read(tmp.resolve("c"), Arch.X86_64).ok(), "the copy verifies");
+        assertFalse(ImageBuilder.builder().arch(Arch.X86_64).outDir(tmp.resolve("c")).workerJar(jar)
+                .build().upToDate(), "another recipe must rebuild");
 
         Path sock = tmp.resolve("w.sock");
         Path console = tmp.resolve("console.log");

@@ -24,13 +24,16 @@ import java.util.Optional;
  * {@code null} (0 or false for numbers and flags) and not written.
  *
  * @param transports the worker transports the image's init supports; absent means serial only
+ * @param recipeSha256 SHA-256 of what the builder generates rather than takes from a package — the
+ *     init as rendered from its template and the guest contract, and the OCI config template — so
+ *     that a change to either makes the next build rebuild the image; absent in older images
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
 @JsonIgnoreProperties(ignoreUnknown = true)
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record ImageManifest(int format, String arch, String debianArch, String console, Kernel kernel, Runsc runsc,
         Jre jre, boolean reproducible, WorkerJar workerJar, FixedLimits fixedLimits, long sourceDateEpoch,
-        List<Input> inputs, List<Output> outputs, List<String> transports) {
+        List<Input> inputs, List<Output> outputs, List<String> transports, String recipeSha256) {
 
     /** The format this record reads and writes. */
     public static final int FORMAT = 1;

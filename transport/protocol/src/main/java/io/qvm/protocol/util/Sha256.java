@@ -8,7 +8,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
-/** The SHA-256 of a file as lower-case hex, streamed (images are tens of megabytes). */
+/** The SHA-256 of a file (streamed: images are tens of megabytes) or of bytes, as lower-case hex. */
 public final class Sha256 {
 
     private Sha256() {
@@ -24,6 +24,10 @@ public final class Sha256 {
             }
         }
         return HexFormat.of().formatHex(md.digest());
+    }
+
+    public static String of(byte[] bytes) {
+        return HexFormat.of().formatHex(digest().digest(bytes));
     }
 
     private static MessageDigest digest() {
