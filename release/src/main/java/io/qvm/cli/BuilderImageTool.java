@@ -32,18 +32,13 @@ public final class BuilderImageTool implements ImageTool {
             millis = r.millis();
             kernel = r.kernelVersion();
         }
-        Report v = info(arch, outDir);
+        Report v = verify(arch, outDir);
         return new Report(v.arch(), v.dir(), v.ok(), v.problems(), kernel != null ? kernel : v.kernelVersion(),
                 v.files(), millis, v.manifest());
     }
 
     @Override
     public Report verify(Arch arch, Path outDir) {
-        return info(arch, outDir);
-    }
-
-    @Override
-    public Report info(Arch arch, Path outDir) {
         Path dir = outDir.resolve(arch.qemuName()).toAbsolutePath();
         ImageInfo info;
         try {

@@ -46,6 +46,15 @@ public record CliContext(Map<String, String> env, boolean interactive, ImageTool
         return QvmEnvironment.of(env);
     }
 
+    /**
+     * A backend on the directories these options name (image, state) and the user's template
+     * store, saying its progress to {@code progress}.
+     */
+    io.qvm.QemuVmBackend.Builder backend(DirOptions dirs, java.util.function.Consumer<String> progress) {
+        return io.qvm.QemuVmBackend.builder().imageDir(imageRoot(dirs.imageDir)).stateDirectory(stateRoot(dirs.stateDir))
+                .templateDirectory(TemplateCommand.store(this).root()).progress(progress);
+    }
+
     /** {@code --state-dir}, else {@code $QVM_STATE}, else {@code ~/.local/state/qvm}. */
     Path stateRoot(Path option) {
         if (option != null) {

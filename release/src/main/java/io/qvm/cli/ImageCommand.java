@@ -54,7 +54,10 @@ final class ImageCommand implements Runnable {
             this.ctx = ctx;
         }
 
-        abstract String action();
+        /** The subcommand's name: {@code build}, {@code verify} or {@code info}. */
+        String action() {
+            return spec.name();
+        }
 
         abstract ImageTool.Report run(ImageTool tool, Arch a, Path root, Progress progress);
 
@@ -91,11 +94,6 @@ final class ImageCommand implements Runnable {
         }
 
         @Override
-        String action() {
-            return "build";
-        }
-
-        @Override
         ImageTool.Report run(ImageTool tool, Arch a, Path root, Progress progress) {
             return tool.build(a, root, progress::line);
         }
@@ -103,14 +101,9 @@ final class ImageCommand implements Runnable {
 
     @Command(name = "verify", description = "Check the image's files against SHA256SUMS and manifest.json; exit 8 if they do not match.",
             footer = {"", JSON_FOOTER_1, JSON_FOOTER_2, JSON_FOOTER_3})
-    static final class Verify extends Action {
+    static class Verify extends Action {
         Verify(CliContext ctx) {
             super(ctx);
-        }
-
-        @Override
-        String action() {
-            return "verify";
         }
 
         @Override
@@ -121,19 +114,9 @@ final class ImageCommand implements Runnable {
 
     @Command(name = "info", description = "Describe the image: kernel, files, sizes, hashes.",
             footer = {"", JSON_FOOTER_1, JSON_FOOTER_2, JSON_FOOTER_3})
-    static final class Info extends Action {
+    static final class Info extends Verify {
         Info(CliContext ctx) {
             super(ctx);
-        }
-
-        @Override
-        String action() {
-            return "info";
-        }
-
-        @Override
-        ImageTool.Report run(ImageTool tool, Arch a, Path root, Progress progress) {
-            return tool.info(a, root);
         }
     }
 

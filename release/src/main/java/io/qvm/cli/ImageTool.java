@@ -14,7 +14,7 @@ import java.util.function.Consumer;
  * {@link BuilderImageTool} is the real one (module {@code initramfs-build}); the CLI's tests give
  * the commands a small one that writes the same layout.
  *
- * <p>{@link #verify} and {@link #info} never throw for a missing, incomplete or damaged image —
+ * <p>{@link #verify} never throws for a missing, incomplete or damaged image —
  * they return a {@link Report} with {@code ok = false} and one {@link Report#problems() problem}
  * per finding, each naming the file and what is wrong. {@link #build} throws a
  * {@link RuntimeException} whose message says which step failed and why; on success it returns
@@ -37,8 +37,6 @@ public interface ImageTool {
     /** Checks every file of {@code outDir/<arch>/} against {@code SHA256SUMS} and the manifest. */
     Report verify(Arch arch, Path outDir);
 
-    /** Describes {@code outDir/<arch>/} (same checks as {@link #verify}, reported the same way). */
-    Report info(Arch arch, Path outDir);
 
 
     /**

@@ -126,8 +126,7 @@ final class RenderCommand implements Callable<Integer> {
             SandboxConfig config = sandboxOptions.toConfig();
             progress.line("no sandbox is running: starting a fresh one");
             MissingImage.buildIfMissing(ctx, ctx.imageRoot(dirs.imageDir), progress);
-            try (QemuVmBackend backend = QemuVmBackend.builder().imageDir(ctx.imageRoot(dirs.imageDir))
-                    .stateDirectory(states.root()).templateDirectory(TemplateCommand.store(ctx).root()).progress(progress::line).build();
+            try (QemuVmBackend backend = ctx.backend(dirs, progress::line).build();
                  Sandbox sandbox = backend.start(config)) {
                 progress.done();
                 usedId = sandbox.id();

@@ -95,9 +95,7 @@ final class TemplateCommand implements Runnable {
             MissingImage.buildIfMissing(ctx, ctx.imageRoot(dirs.imageDir), progress);
             TemplateStore store = store(ctx);
             Template t;
-            try (QemuVmBackend backend = QemuVmBackend.builder().imageDir(ctx.imageRoot(dirs.imageDir))
-                    .stateDirectory(ctx.stateRoot(dirs.stateDir)).templateDirectory(store.root())
-                    .progress(progress::line).build()) {
+            try (QemuVmBackend backend = ctx.backend(dirs, progress::line).build()) {
                 t = backend.buildTemplate(config);
             } finally {
                 progress.done();

@@ -120,8 +120,7 @@ final class UpCommand implements Callable<Integer> {
         Runtime.getRuntime().addShutdownHook(hook);
         boolean ready = false;
         try {
-            hosted.backend = QemuVmBackend.builder().imageDir(ctx.imageRoot(dirs.imageDir)).stateDirectory(stateRoot)
-                    .templateDirectory(TemplateCommand.store(ctx).root()).progress(progress::line).build();
+            hosted.backend = ctx.backend(dirs, progress::line).build();
             Sandbox sandbox = hosted.backend.start(config);
             hosted.sandbox = sandbox;
             progress.done();

@@ -108,10 +108,6 @@ class FakeImageTool implements ImageTool {
                 manifest == null ? null : manifest.kernelVersion().orElse(null), files, 0, manifest);
     }
 
-    @Override
-    public Report info(Arch arch, Path outDir) {
-        return verify(arch, outDir);
-    }
 
     private static String sha(Path p) {
         try {
