@@ -32,6 +32,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -39,6 +40,7 @@ import org.junit.jupiter.api.io.TempDir;
  * The pool against {@link FakeSandboxBackend}: every sandbox is a FakeWorker behind the real
  * serial transport, so every request, warm-up and crash travels as real frames over a real socket.
  */
+@Tag("unit")
 class SandboxPoolTest {
 
     private static final Duration LONG = Duration.ofSeconds(30);

@@ -37,6 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  * per-request pool whose every document gets a clone of its own.
  */
 @Tag("e2e")
+@Tag("qemu")
 @Timeout(value = 20, unit = java.util.concurrent.TimeUnit.MINUTES)
 class CloneE2ETest {
 

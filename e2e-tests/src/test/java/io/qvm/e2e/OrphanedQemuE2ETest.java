@@ -27,6 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
  * owner record) and reap it.
  */
 @Tag("e2e")
+@Tag("qemu")
+@Tag("fault")
 @Timeout(value = 15, unit = TimeUnit.MINUTES)
 class OrphanedQemuE2ETest {
 

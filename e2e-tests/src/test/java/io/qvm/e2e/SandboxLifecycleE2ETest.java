@@ -33,6 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** Real QEMU, the real image, the real worker under gVisor: start → echo → stop, and how it fails. */
 @Tag("e2e")
+@Tag("qemu")
 @Timeout(value = 20, unit = java.util.concurrent.TimeUnit.MINUTES)
 class SandboxLifecycleE2ETest {
 
@@ -111,6 +112,7 @@ class SandboxLifecycleE2ETest {
     }
 
     @Test
+    @Tag("fault")
     void qemuKilledMidRequestGivesATypedErrorPromptly() throws Exception {
         QemuSandbox sandbox = (QemuSandbox) backend.start(E2e.config().build());
         byte[] big = new byte[16 << 20];

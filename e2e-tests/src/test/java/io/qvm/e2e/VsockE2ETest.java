@@ -19,6 +19,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** virtio-vsock end to end where the host has vhost-vsock; elsewhere the refusal is what is tested. */
 @Tag("e2e")
+@Tag("qemu")
 class VsockE2ETest {
 
     @TempDir

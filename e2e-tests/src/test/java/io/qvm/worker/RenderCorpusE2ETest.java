@@ -37,6 +37,8 @@ import org.junit.jupiter.api.Timeout;
  * proves the whole path holds the same answers.
  */
 @Tag("e2e")
+@Tag("qemu")
+@Tag("security")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 25, unit = java.util.concurrent.TimeUnit.MINUTES)
 class RenderCorpusE2ETest {

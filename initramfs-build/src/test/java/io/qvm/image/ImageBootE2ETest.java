@@ -41,6 +41,7 @@ import org.junit.jupiter.api.io.TempDir;
  * limits from the kernel command line, stdio over the virtio-serial port, power-off.
  */
 @Tag("e2e")
+@Tag("qemu")
 class ImageBootE2ETest {
     private static final String WORKER = String.join("\n",
             "import java.io.*;",

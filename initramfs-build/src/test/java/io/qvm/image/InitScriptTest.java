@@ -30,9 +30,11 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+@Tag("unit")
 class InitScriptTest {
     private static final String INIT = InitScript.render("6.1.0-57-cloud-amd64",
             List.of(new KernelModules.Module("virtio_ring", "kernel/drivers/virtio/virtio_ring.ko"),

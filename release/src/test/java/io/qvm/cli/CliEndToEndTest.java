@@ -27,6 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  * a 2-core machine that takes tens of seconds, so every wait is generous and none is asserted.
  */
 @Tag("e2e")
+@Tag("qemu")
 class CliEndToEndTest {
 
     /** The renderer-worker corpus's shapes.svg, scaled to 64 x 48. */

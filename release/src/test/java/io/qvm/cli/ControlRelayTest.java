@@ -26,9 +26,11 @@ import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** The control socket's relay on a real AF_UNIX socket: every answer, every typed failure, deadlines. */
+@Tag("unit")
 class ControlRelayTest {
 
     static final Duration DEADLINE = Duration.ofSeconds(30);

@@ -25,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -33,6 +34,7 @@ import org.junit.jupiter.api.io.TempDir;
  * directory with owner.json and ready.json, and a real {@link ControlServer} on a real AF_UNIX
  * socket — whose target is scripted instead of a VM. The owner and "QEMU" are this JVM.
  */
+@Tag("unit")
 class HostedSandboxCommandsTest {
 
     @TempDir

@@ -9,10 +9,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** {@code qvm image build|verify|info} through the SPI with a fake provider, and {@code qvm doctor --quick}. */
+@Tag("unit")
 class ImageAndDoctorCommandsTest {
 
     @TempDir
@@ -56,6 +58,7 @@ class ImageAndDoctorCommandsTest {
     }
 
     @Test
+    @Tag("qemu")
     void doctorReportsEveryPartAndItsVerdict() {
         CliContext ctx = CliRun.context(tmp.resolve("state"), tmp.resolve("no-images"), FakeImageTool.NO_BUILDS);
         CliRun.Result r = CliRun.run(ctx, "doctor", "--quick", "--json");

@@ -16,10 +16,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** {@code qvm template ls|rm} on a real template store (templates made by a builder that writes files, no VM). */
+@Tag("unit")
 class TemplateCommandTest {
 
     @TempDir

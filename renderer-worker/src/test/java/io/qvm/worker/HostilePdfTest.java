@@ -11,9 +11,12 @@ import java.util.Arrays;
 import java.util.Random;
 import org.apache.pdfbox.pdmodel.common.PDRectangle;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** Broken and hostile PDFs: typed errors, and the handler keeps serving. */
+@Tag("unit")
+@Tag("security")
 class HostilePdfTest {
 
     private static final Renders R = new Renders();

@@ -18,6 +18,7 @@ import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -26,6 +27,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * Hostile SVGs: each gets its typed error or a correct image, the trap server on 127.0.0.1
  * receives nothing, nothing leaks into the message, and the same handler keeps serving.
  */
+@Tag("unit")
+@Tag("security")
 class HostileSvgTest {
 
     private static TrapServer trap;

@@ -19,10 +19,12 @@ import io.qvm.protocol.WorkerStatus;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Random;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** {@link Main} in a child JVM over its real stdin and stdout: the protocol as the guest runs it. */
+@Tag("unit")
 @Timeout(120)
 class MainProtocolTest {
 

@@ -12,10 +12,13 @@ import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.Ready;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** Rendering through {@link Main} in a child JVM over stdin/stdout, with corpus documents. */
+@Tag("unit")
+@Tag("security")
 @Timeout(120)
 class MainRenderProtocolTest {
 

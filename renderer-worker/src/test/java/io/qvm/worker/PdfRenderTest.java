@@ -8,9 +8,11 @@ import io.qvm.protocol.Limits;
 import io.qvm.protocol.RenderRequest;
 import java.awt.image.BufferedImage;
 import org.apache.pdfbox.pdmodel.common.PDRectangle;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** PDFs (made with PDFBox) through the real PDFBox renderer, in process. */
+@Tag("unit")
 class PdfRenderTest {
 
     private static final Renders R = new Renders();

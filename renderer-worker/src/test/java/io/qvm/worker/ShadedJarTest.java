@@ -14,6 +14,7 @@ import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.Ready;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.condition.EnabledIf;
@@ -23,6 +24,7 @@ import org.junit.jupiter.api.condition.EnabledIf;
  * merged service files and its minimised classes must still serve. Runs when a previous
  * {@code mvn package} left the jar in {@code target/} (surefire runs before the package phase).
  */
+@Tag("unit")
 @Timeout(120)
 @EnabledIf("io.qvm.worker.ChildWorker#shadedJarExists")
 class ShadedJarTest {

@@ -5,9 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.qvm.protocol.RenderRequest;
 import java.awt.image.BufferedImage;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** Ordinary SVGs through the real Batik, in process. */
+@Tag("unit")
 class SvgRenderTest {
 
     private static final Renders R = new Renders();

@@ -8,10 +8,12 @@ import io.qvm.protocol.ErrorCode;
 import io.qvm.protocol.Limits;
 import io.qvm.protocol.RenderRequest;
 import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** The per-request deadline and the render thread's failure modes. */
+@Tag("unit")
 @Timeout(120)
 class WatchdogTest {
 

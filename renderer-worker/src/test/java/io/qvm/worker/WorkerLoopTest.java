@@ -28,6 +28,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -36,6 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  * {@link WorkerLoop} in this JVM over byte streams, with a stub renderer: STATUS and the entropy
  * drain on every HELLO.
  */
+@Tag("unit")
 @Timeout(60)
 class WorkerLoopTest {
 

@@ -12,9 +12,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** Selection logic over scripted layers (each layer a tiny strategy; these are stand-ins for the host). */
+@Tag("unit")
 class AcceleratorSelectorTest {
 
     private static final HostInfo LINUX = new HostInfo(HostOs.LINUX, Arch.X86_64, Map.of());

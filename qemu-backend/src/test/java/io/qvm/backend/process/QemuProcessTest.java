@@ -16,9 +16,11 @@ import java.util.List;
 import java.util.OptionalInt;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+@Tag("unit")
 class QemuProcessTest {
 
     private static final Duration LONG = Duration.ofSeconds(60);
@@ -150,6 +152,7 @@ class QemuProcessTest {
     }
 
     @Test
+    @Tag("qemu")
     void realQemuStopsAtTheQmpQuitRung() throws Exception {
         String qemu = TestProcesses.qemuBinary();
         assumeTrue(qemu != null, "qemu-system-x86_64 is not on PATH; install package qemu-system-x86 to run this test");

@@ -12,10 +12,12 @@ import java.time.Duration;
 import java.time.Instant;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The reaper against real processes: real QEMU, real unrelated processes, real dead pids. */
+@Tag("unit")
 class StaleSandboxReaperTest {
 
     private static final Duration LONG = Duration.ofSeconds(60);
@@ -65,6 +67,7 @@ class StaleSandboxReaperTest {
     }
 
     @Test
+    @Tag("qemu")
     void killsTheQemuOfADeadOwnerAndRemovesItsDirectories() throws Exception {
         String qemu = requireQemu();
         SandboxState s = sandbox("dead1", qemu, processes.deadPid(), Instant.now());
@@ -81,6 +84,7 @@ class StaleSandboxReaperTest {
     }
 
     @Test
+    @Tag("qemu")
     void findsTheQemuThroughItsPidfileWhenThePidWasNeverRecorded() throws Exception {
         String qemu = requireQemu();
         SandboxState s = sandbox("dead2", qemu, processes.deadPid(), null);
@@ -91,6 +95,7 @@ class StaleSandboxReaperTest {
     }
 
     @Test
+    @Tag("qemu")
     void leavesSandboxesOfALiveOwnerAlone() throws Exception {
         String qemu = requireQemu();
         ProcessHandle me = ProcessHandle.current();
@@ -106,6 +111,7 @@ class StaleSandboxReaperTest {
     }
 
     @Test
+    @Tag("qemu")
     void ownerPidReusedByAnotherProcessCountsAsDead() throws Exception {
         String qemu = requireQemu();
         Process impostor = processes.start("sleep", "600");
@@ -133,6 +139,7 @@ class StaleSandboxReaperTest {
     }
 
     @Test
+    @Tag("qemu")
     void neverKillsAQemuOfAnotherSandbox() throws Exception {
         String qemu = requireQemu();
         SandboxState other = sandbox("othersb", qemu, ProcessHandle.current().pid(),

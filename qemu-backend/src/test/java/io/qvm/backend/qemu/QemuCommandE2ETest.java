@@ -32,6 +32,7 @@ import org.junit.jupiter.api.io.TempDir;
  * its socket, the worker socket must accept, and QEMU must exit 0 when the guest powers off.
  */
 @Tag("e2e")
+@Tag("qemu")
 class QemuCommandE2ETest {
 
     @TempDir

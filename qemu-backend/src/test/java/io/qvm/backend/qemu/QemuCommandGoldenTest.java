@@ -14,6 +14,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.api.Tag;
 
 /**
  * Pins the argv for every host/guest/accelerator pair, byte for byte, in
@@ -21,6 +22,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Run with {@code -Dqvm.golden.update=true} to rewrite the files after an intended change, then
  * review the diff.
  */
+@Tag("unit")
 class QemuCommandGoldenTest {
 
     static Stream<Arguments> cases() {

@@ -29,6 +29,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -38,6 +39,7 @@ import org.junit.jupiter.api.io.TempDir;
  * the stream; on {@code migrate-incoming} it listens there and reads it. (In this package because
  * the fake QMP server is package-private.)
  */
+@Tag("unit")
 class MigrationStreamTest {
 
     private static final Duration LONG = Duration.ofSeconds(30);

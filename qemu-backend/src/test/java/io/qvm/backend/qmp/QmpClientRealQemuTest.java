@@ -17,6 +17,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -24,6 +25,8 @@ import org.junit.jupiter.api.io.TempDir;
  * {@link QmpClient} against a real {@code qemu-system-x86_64 -M none} (no guest, no accelerator
  * needed). Skipped only when the binary is not installed.
  */
+@Tag("unit")
+@Tag("qemu")
 class QmpClientRealQemuTest {
 
     private static final Duration LONG = Duration.ofSeconds(60);

@@ -13,10 +13,12 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The console follower on a real file written the way QEMU writes it: appended in pieces. */
+@Tag("unit")
 class ConsoleWatcherTest {
 
     @TempDir

@@ -25,10 +25,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The host's end of the control port against a fake guest init on a real AF_UNIX socket. */
+@Tag("unit")
 class GuestControlTest {
 
     private static final Duration LONG = Duration.ofSeconds(30);

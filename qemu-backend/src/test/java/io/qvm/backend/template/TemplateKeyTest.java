@@ -29,6 +29,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -36,6 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  * What a template key depends on: everything that shapes the saved guest, and nothing that is
  * per run (paths) or per request (limits, deadlines).
  */
+@Tag("unit")
 class TemplateKeyTest {
 
     private static final SandboxConfig CONFIG = SandboxConfig.defaults();

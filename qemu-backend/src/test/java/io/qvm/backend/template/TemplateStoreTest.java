@@ -32,6 +32,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -40,6 +41,7 @@ import org.junit.jupiter.api.io.TempDir;
  * rebuilt — when truncated, changed, writable by others, foreign-owned or described by another
  * key's metadata.
  */
+@Tag("unit")
 class TemplateStoreTest {
 
     private static final int STATE_BYTES = 5000;

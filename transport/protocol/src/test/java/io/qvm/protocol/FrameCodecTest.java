@@ -25,8 +25,10 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.zip.CRC32C;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
+@Tag("unit")
 class FrameCodecTest {
 
     private static final FrameLimits LIMITS = FrameLimits.ofBody(1 << 20);

@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -23,6 +24,8 @@ import org.junit.jupiter.api.Timeout;
  * {@link FrameException}, allocates within its limits; and real frames between arbitrary garbage
  * all come out, in order. A failing seed is printed in the assertion message: rerun with it.
  */
+@Tag("unit")
+@Tag("security")
 class FrameFuzzTest {
 
     static final FrameLimits SMALL = new FrameLimits(1024, 64 * 1024);

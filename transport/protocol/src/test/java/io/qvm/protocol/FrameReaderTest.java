@@ -20,10 +20,12 @@ import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.SequenceInputStream;
 import java.util.Random;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
+@Tag("unit")
 class FrameReaderTest {
 
     private static final FrameLimits LIMITS = FrameLimits.ofBody(32 << 20);

@@ -10,9 +10,11 @@ import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** {@link RenderRequest} and {@link RenderResult}: round trips and header validation. */
+@Tag("unit")
 class MessagesTest {
 
     private static final byte[] PNG = {(byte) 0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0, 0};

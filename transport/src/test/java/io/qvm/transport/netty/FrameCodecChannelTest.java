@@ -30,8 +30,10 @@ import io.qvm.protocol.RawFrames;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
+@Tag("unit")
 class FrameCodecChannelTest {
 
     private static final FrameLimits LIMITS = FrameLimits.ofBody(32 << 20);

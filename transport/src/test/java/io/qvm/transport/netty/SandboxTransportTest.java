@@ -34,6 +34,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -42,6 +43,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * NIO, loopback TCP, and the vsock transport's adopted-socket path (over AF_UNIX: the only part of
  * vsock that can run without a vsock device).
  */
+@Tag("unit")
 class SandboxTransportTest {
 
     static final Duration LONG = Duration.ofSeconds(30);
