@@ -1,6 +1,7 @@
 package io.qvm.image;
 
 import io.qvm.protocol.image.Arch;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -19,8 +20,11 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.jar.Attributes;
 import java.util.jar.JarEntry;
@@ -30,6 +34,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -146,46 +151,62 @@ class ImageBootE2ETest {
         assertEquals("Serif", w.group(5).trim());
     }
 
-    private static SocketChannel connect(Path sock, Process qemu, Path console) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (true) {
+    /** Connects to the worker's port once QEMU has made its socket; fails at once if QEMU exits. */
+    private static SocketChannel connect(Path sock, Process qemu, Path console) {
+        return waitFor("a connection to " + sock, Duration.ofSeconds(60), console, () -> {
+            SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
             try {
-                SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
                 ch.connect(UnixDomainSocketAddress.of(sock));
                 return ch;
             } catch (IOException e) {
-                if (!qemu.isAlive() || System.nanoTime() > deadline) {
-                    fail("cannot connect to " + sock + " (QEMU alive: " + qemu.isAlive() + ")\n" + tail(console));
-                }
-                Thread.sleep(50);
+                ch.close();
+                failIfExited(qemu, "a connection to " + sock, console);
+                return null;
             }
-        }
+        });
     }
 
+    /**
+     * Reads until what was read ends with {@code end}; fails at once if the stream ends or QEMU
+     * exits first (what it wrote before it exited is read first).
+     */
     private static String readUntil(SocketChannel ch, String end, int seconds, Process qemu, Path console)
-            throws Exception {
+            throws IOException {
         ByteArrayOutputStream got = new ByteArrayOutputStream();
         ch.configureBlocking(false);
         ByteBuffer buf = ByteBuffer.allocate(8192);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-        while (!got.toString(StandardCharsets.UTF_8).endsWith(end)) {
-            buf.clear();
-            int n = ch.read(buf);
+        String what = "'" + end.strip() + "' from the worker";
+        return waitFor(what, Duration.ofSeconds(seconds), console, () -> {
+            int n = 0;
+            while (!got.toString(StandardCharsets.UTF_8).endsWith(end) && (n = ch.read(buf.clear())) > 0) {
+                got.write(buf.array(), 0, n);
+            }
+            String text = got.toString(StandardCharsets.UTF_8);
+            if (text.endsWith(end)) {
+                return text;
+            }
             if (n < 0) {
-                fail("the worker's stream ended before '" + end.strip() + "': got '" + got + "'\n" + tail(console));
+                fail("the worker's stream ended before " + what + ": got '" + text + "'\n" + tail(console));
             }
-            got.write(buf.array(), 0, n);
-            if (n == 0) {
-                if (!qemu.isAlive()) {
-                    fail("QEMU exited (" + qemu.exitValue() + ") before '" + end.strip() + "'\n" + tail(console));
-                }
-                if (System.nanoTime() > deadline) {
-                    fail("no '" + end.strip() + "' within " + seconds + " s\n" + tail(console));
-                }
-                Thread.sleep(20);
-            }
+            failIfExited(qemu, what, console);
+            return null;
+        });
+    }
+
+    private static void failIfExited(Process qemu, String what, Path console) {
+        if (!qemu.isAlive()) {
+            fail("QEMU exited (" + qemu.exitValue() + ") before " + what + "\n" + tail(console));
         }
-        return got.toString(StandardCharsets.UTF_8);
+    }
+
+    /** Polls {@code probe} until it gives a value; at the deadline fails with the console tail. */
+    private static <T> T waitFor(String what, Duration deadline, Path console, Callable<T> probe) {
+        try {
+            return await(what).atMost(deadline).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
+                    .until(probe, Objects::nonNull);
+        } catch (ConditionTimeoutException e) {
+            throw new AssertionError("no " + what + " within " + deadline.toSeconds() + " s\n" + tail(console), e);
+        }
     }
 
     private static String tail(Path console) {

@@ -1,5 +1,6 @@
 package io.qvm.backend.qemu;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -17,6 +18,7 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -63,7 +65,7 @@ class QemuCommandE2ETest {
         Process p = new ProcessBuilder(argv).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("qemu.out").toFile()).start();
         try {
-            String greeting = qmpGreeting(dir.resolve("qmp.sock"), p);
+            String greeting = qmpGreeting(dir.resolve("qmp.sock"), p, dir.resolve("qemu.out"));
             assertTrue(greeting.contains("\"QMP\""), greeting);
             try (SocketChannel worker = SocketChannel.open(StandardProtocolFamily.UNIX)) {
                 worker.connect(UnixDomainSocketAddress.of(dir.resolve("worker.sock")));
@@ -86,14 +88,15 @@ class QemuCommandE2ETest {
         }
     }
 
-    private static String qmpGreeting(Path socket, Process p) throws Exception {
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (!Files.exists(socket)) {
-            if (!p.isAlive() || System.nanoTime() > end) {
-                throw new AssertionError("QMP socket never appeared (QEMU alive: " + p.isAlive() + ")");
-            }
-            Thread.sleep(20);
-        }
+    private static String qmpGreeting(Path socket, Process p, Path output) throws Exception {
+        await("QEMU's QMP socket " + socket).atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                .failFast(() -> {
+                    if (!p.isAlive()) {
+                        throw new AssertionError("QEMU exited (" + p.exitValue() + ") before it made its QMP socket; "
+                                + "its output:\n" + Files.readString(output));
+                    }
+                })
+                .until(() -> Files.exists(socket));
         try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
             ch.connect(UnixDomainSocketAddress.of(socket));
             ByteBuffer buf = ByteBuffer.allocate(4096);

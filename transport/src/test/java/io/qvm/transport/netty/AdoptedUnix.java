@@ -1,11 +1,13 @@
 package io.qvm.transport.netty;
 
+import static org.awaitility.Awaitility.await;
+
 import io.netty.channel.epoll.LinuxSocket;
 import io.netty.channel.unix.DomainSocketAddress;
 import io.qvm.protocol.Limits;
 import io.qvm.transport.SandboxTransport;
 import java.nio.file.Path;
-import java.util.concurrent.locks.LockSupport;
+import java.time.Duration;
 
 /** Connects an AF_UNIX socket by hand and hands it to the vsock transport's adoption path. */
 final class AdoptedUnix {
@@ -14,10 +16,9 @@ final class AdoptedUnix {
 
     static SandboxTransport connect(Path socket, Limits limits) throws Exception {
         LinuxSocket fd = LinuxSocket.newSocketDomain();
-        boolean connected = fd.connect(new DomainSocketAddress(socket.toFile()));
-        while (!connected) {
-            LockSupport.parkNanos(1_000_000);
-            connected = fd.finishConnect();
+        if (!fd.connect(new DomainSocketAddress(socket.toFile()))) {
+            await("the connection to " + socket).atMost(Duration.ofSeconds(60)).pollInSameThread()
+                    .pollInterval(Duration.ofMillis(1)).until(fd::finishConnect);
         }
         return VsockTransport.adopt(VsockTransport.KIND, fd, limits);
     }
