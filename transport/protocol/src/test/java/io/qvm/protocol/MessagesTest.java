@@ -3,6 +3,7 @@ package io.qvm.protocol;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -32,30 +33,57 @@ class MessagesTest {
 
     @Test
     void requestHeaderValidation() {
-        bad(h -> h.put("type", "png"));
-        bad(h -> h.remove("type"));
-        bad(h -> h.put("type", 3));
-        bad(h -> h.put("width", -1));
-        bad(h -> h.put("width", 1.5));
-        bad(h -> h.put("width", "100"));
-        bad(h -> h.put("height", RenderRequest.MAX_SIDE + 1));
-        bad(h -> h.put("dpi", 0).put("dpi", RenderRequest.MAX_DPI + 1));
-        bad(h -> h.put("dpi", 100).put("width", 100));
-        bad(h -> h.put("page", 0));
-        bad(h -> h.put("page", 2)); // SVG has one page
-        bad(h -> h.put("page", 5_000_000_000L));
-        bad(h -> h.put("background", "red"));
-        bad(h -> h.put("background", "#12345"));
-        bad(h -> h.put("background", "#ZZ0000"));
-        bad(h -> h.put("background", 255));
-        bad(h -> h.put("script", "x"));
+        bad("type", h -> h.put("type", "png"));
+        bad("type", h -> h.remove("type"));
+        bad("type", h -> h.put("type", 3));
+        bad("width", h -> h.put("width", -1));
+        bad("width", h -> h.put("width", 1.5));
+        bad("width", h -> h.put("width", "100"));
+        bad("height", h -> h.put("height", RenderRequest.MAX_SIDE + 1));
+        bad("dpi", h -> h.put("dpi", -1));
+        bad("dpi", h -> h.put("dpi", RenderRequest.MAX_DPI + 1));
+        bad("dpi", h -> h.put("dpi", 100).put("width", 100));
+        bad("page", h -> h.put("page", 0));
+        bad("page", h -> h.put("page", 2)); // SVG has one page
+        bad("page", h -> h.put("page", 5_000_000_000L));
+        bad("background", h -> h.put("background", "red"));
+        bad("background", h -> h.put("background", "#12345"));
+        bad("background", h -> h.put("background", "#ZZ0000"));
+        bad("background", h -> h.put("background", 255));
+        bad("unknown header field", h -> h.put("script", "x"));
     }
 
-    private static void bad(java.util.function.Consumer<ObjectNode> edit) {
+    @Test
+    void requestHeaderBoundsAreAccepted() {
+        assertEquals(1, decode(h -> h.put("dpi", 1)).dpi());
+        assertEquals(RenderRequest.MAX_DPI, decode(h -> h.put("dpi", RenderRequest.MAX_DPI)).dpi());
+        assertEquals(RenderRequest.MAX_SIDE, decode(h -> h.put("width", RenderRequest.MAX_SIDE)).width());
+        assertEquals(RenderRequest.MAX_SIDE, decode(h -> h.put("height", RenderRequest.MAX_SIDE)).height());
+    }
+
+    /**
+     * An explicit 0 for width, height or dpi reads as "not given", the record's own meaning of 0
+     * (the encoder leaves such fields out), so with a 0 dpi a size may still be given.
+     */
+    @Test
+    void anExplicitZeroMeansNotGiven() {
+        RenderRequest plain = RenderRequest.svg(new byte[0]);
+        assertEquals(plain, decode(h -> h.put("dpi", 0)));
+        assertEquals(plain, decode(h -> h.put("width", 0).put("height", 0)));
+        assertEquals(plain.withSize(100, 0), decode(h -> h.put("dpi", 0).put("width", 100)));
+    }
+
+    /** The request with a header of {@code type: svg} edited by {@code edit}, decoded. */
+    private static RenderRequest decode(java.util.function.Consumer<ObjectNode> edit) {
         ObjectNode h = JsonNodeFactory.instance.objectNode().put("type", "svg");
         edit.accept(h);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> Messages.renderRequest(new Frame(FrameKind.RENDER, 1, h, new byte[0])), h.toString());
+        return Messages.renderRequest(new Frame(FrameKind.RENDER, 1, h, new byte[0]));
+    }
+
+    /** The edited header is refused, for a reason that names {@code says}, without echoing the input. */
+    private static void bad(String says, java.util.function.Consumer<ObjectNode> edit) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> decode(edit), says);
+        assertTrue(e.getMessage().contains(says), "refused for another reason than " + says + ": " + e.getMessage());
         assertFalse(e.getMessage().contains("ZZ") || e.getMessage().contains("red"), "no input echoed");
     }
 
