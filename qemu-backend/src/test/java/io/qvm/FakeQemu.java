@@ -1,5 +1,7 @@
 package io.qvm;
 
+import static org.awaitility.Awaitility.await;
+
 import io.qvm.protocol.image.ConsoleMarkers;
 import io.qvm.protocol.image.ConsoleMarkers.Phase;
 import io.qvm.protocol.image.ControlProtocol;
@@ -24,6 +26,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -175,13 +178,12 @@ public final class FakeQemu {
             powerOff(worker, 0);
         }
         // The guest powers off when the worker exits: here, once it said GOODBYE.
-        while (!exiting) {
-            if (worker.received().stream().anyMatch(f -> f.kind() == FrameKind.GOODBYE)) {
-                Thread.sleep(100);
-                consoleLine(workerExit("0", "9.00"));
-                powerOff(worker, 0);
-            }
-            Thread.sleep(50);
+        await().forever().pollInterval(Duration.ofMillis(50)).until(() -> exiting
+                || worker.received().stream().anyMatch(f -> f.kind() == FrameKind.GOODBYE));
+        if (!exiting) {
+            Thread.sleep(100); // the worker's exit takes a moment, as in the guest
+            consoleLine(workerExit("0", "9.00"));
+            powerOff(worker, 0);
         }
         Thread.sleep(Long.MAX_VALUE);
     }

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -25,6 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
  * frame protocol and the init's control protocol on the real sockets. No VM is booted, so each
  * failure can be staged exactly, and every test checks that nothing is left behind.
  */
+@Tag("unit")
 class QemuVmBackendTest {
 
     private static final Duration LONG = Duration.ofSeconds(60);
