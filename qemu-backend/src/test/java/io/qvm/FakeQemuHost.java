@@ -77,8 +77,9 @@ final class FakeQemuHost {
 
     /** A backend on this host: every directory its own, the probe finding the fake QEMU. */
     QemuVmBackend.Builder backend() {
+        // Only the fake counts: a real qemu-system-* in /usr/bin must not be probed (this is a unit test).
         QemuLocator locator = new QemuLocator(HostOs.LINUX, Map.of("QVM_QEMU", root.resolve("bin").toString()),
-                p -> Files.isRegularFile(p) && Files.isExecutable(p));
+                p -> p.startsWith(root) && Files.isRegularFile(p) && Files.isExecutable(p));
         return QemuVmBackend.builder().hostProbe(new HostProbe("Linux", "amd64", locator, CommandRunner.system()))
                 .imageDir(root.resolve("image")).stateDirectory(stateRoot()).runtimeDirectory(runtimeRoot())
                 .templateDirectory(templateRoot()).useProbeCache(false);
