@@ -9,8 +9,10 @@ import io.qvm.backend.template.TemplateStore;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
+@Tag("unit")
 class QvmEnvironmentTest {
 
     private static QvmEnvironment env(Map<String, String> vars) {

@@ -4,9 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.nio.file.Path;
 import java.util.Map;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** The CLI's own defaults: unlike the library, it falls back to the checkout's out/image. */
+@Tag("unit")
 class CliContextTest {
 
     private static CliContext with(Map<String, String> env) {

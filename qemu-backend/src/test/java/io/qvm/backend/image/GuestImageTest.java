@@ -11,10 +11,12 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Loading an image directory: verified once, by the protocol's verifier; the first problem refuses it. */
+@Tag("unit")
 class GuestImageTest {
 
     @TempDir

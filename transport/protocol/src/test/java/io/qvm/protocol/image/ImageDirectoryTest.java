@@ -11,10 +11,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The manifest record against a manifest the builder wrote, and the one verifier of an image directory. */
+@Tag("unit")
 class ImageDirectoryTest {
 
     @TempDir
