@@ -127,8 +127,9 @@ public final class Messages {
             }
             argb = RenderRequest.parseBackground(bg.asText());
         }
-        return new RenderRequest(RenderRequest.Type.fromWireName(type.asText()), f.body(), intField(h, "width", 0),
-                intField(h, "height", 0), intField(h, "dpi", 0), intField(h, "page", 1), argb);
+        return new RenderRequest(RenderRequest.Type.fromWireName(type.asText()), f.body(),
+                given(h, "width", RenderRequest.MAX_SIDE), given(h, "height", RenderRequest.MAX_SIDE),
+                given(h, "dpi", RenderRequest.MAX_DPI), intField(h, "page", 1), argb);
     }
 
     /** The RENDER_RESULT frame: the header {@link RenderResult} documents and the PNG as body. */
@@ -215,6 +216,15 @@ public final class Messages {
             throw new IllegalArgumentException(name + " is not a 32-bit integer");
         }
         return v.intValue();
+    }
+
+    /** A size field: absent is 0 ("not given"); present, it must be in 1..max. */
+    private static int given(ObjectNode h, String name, int max) {
+        int v = intField(h, name, 0);
+        if (h.has(name) && (v < 1 || v > max)) {
+            throw new IllegalArgumentException(name + " must be in 1.." + max);
+        }
+        return v;
     }
 
     private static long longField(ObjectNode h, String name) {
