@@ -1,0 +1,12 @@
+package io.qvm.worker;
+
+import java.util.List;
+
+/** Cases of the hostile corpus ({@link HostileCorpus}). */
+final class PdfBombCases {
+
+    static final List<HostileCase> CASES = List.of();
+
+    private PdfBombCases() {
+    }
+}
