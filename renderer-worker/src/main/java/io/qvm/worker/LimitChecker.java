@@ -53,6 +53,17 @@ public final class LimitChecker {
         return Math.max(limits.maxPixels(), Runtime.getRuntime().maxMemory() / 16);
     }
 
+    /**
+     * LIMIT_EXCEEDED if an ARGB raster of {@code width} × {@code height} would take more than half
+     * the heap: the estimate before the allocation, so the render is refused, not the JVM.
+     */
+    public void checkRasterFitsHeap(long width, long height) throws RenderException {
+        if (4 * width * height > Runtime.getRuntime().maxMemory() / 2) {
+            throw new RenderException(ErrorCode.LIMIT_EXCEEDED, "an image of " + width + "x" + height
+                    + " pixels needs more memory than the worker has");
+        }
+    }
+
     /** LIMIT_EXCEEDED if the document has more pages than maxPages. */
     public void checkPageCount(long pages) throws RenderException {
         if (pages > limits.maxPages()) {

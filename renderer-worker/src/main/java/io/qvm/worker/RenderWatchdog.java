@@ -19,7 +19,8 @@ import org.apache.batik.util.HaltingThread;
  * to end. The request is answered TIMEOUT either way. If the thread is still running after the
  * grace period the worker is no longer {@link #healthy()}: the loop answers and exits with
  * {@link #STUCK_STATUS}, so the host replaces the sandbox instead of sharing a CPU with a runaway
- * render. An {@link OutOfMemoryError} on the render thread halts the JVM ({@link FatalErrors}).
+ * render. An {@link OutOfMemoryError} on the render thread ends the render; {@link MemoryGuard}
+ * answers it LIMIT_EXCEEDED if the heap recovered once the thread is gone, else halts the JVM.
  */
 final class RenderWatchdog {
 
@@ -51,9 +52,9 @@ final class RenderWatchdog {
         HaltingThread thread = new HaltingThread(() -> {
             try {
                 outcome.set(task.run(cancel));
-            } catch (OutOfMemoryError e) {
-                FatalErrors.outOfMemory();
             } catch (Throwable t) {
+                // An OutOfMemoryError too: the render's objects go with this frame, and
+                // MemoryGuard decides below, once the thread has ended, whether the worker goes on.
                 outcome.set(t);
             }
         }, "render-" + serial.incrementAndGet());
@@ -68,6 +69,8 @@ final class RenderWatchdog {
                 thread.join(GRACE_MILLIS);
                 if (thread.isAlive()) {
                     healthy = false;
+                } else if (outcome.get() instanceof Throwable t && MemoryGuard.outOfMemory(t) != null) {
+                    throw MemoryGuard.recover();
                 }
                 throw cancel.timeout();
             }
@@ -84,15 +87,16 @@ final class RenderWatchdog {
         if (o instanceof RenderException e) {
             throw e;
         }
+        if (o instanceof Throwable t && MemoryGuard.outOfMemory(t) != null) {
+            throw MemoryGuard.recover();
+        }
         if (o instanceof StackOverflowError) {
             throw new RenderException(ErrorCode.LIMIT_EXCEEDED, "document nests too deeply for the render stack");
         }
         if (o instanceof Error e) {
-            FatalErrors.haltIfOutOfMemory(e);
             throw new RenderException(ErrorCode.INTERNAL, "render failed (" + e.getClass().getSimpleName() + ")");
         }
         if (o instanceof Throwable t) {
-            FatalErrors.haltIfOutOfMemory(t);
             throw new RenderException(ErrorCode.INTERNAL, "render failed (" + t.getClass().getSimpleName() + ")");
         }
         throw new RenderException(ErrorCode.INTERNAL, "render ended without a result");

@@ -6,6 +6,7 @@ import java.awt.AlphaComposite;
 import java.awt.Color;
 import java.awt.Graphics2D;
 import java.awt.RenderingHints;
+import java.awt.geom.AffineTransform;
 import java.awt.geom.Dimension2D;
 import java.awt.image.BufferedImage;
 import java.io.InputStream;
@@ -55,6 +56,7 @@ final class SvgRenderer {
         try {
             GraphicsNode root = new GVTBuilder().build(ctx, doc);
             cancel.check();
+            limits.checkRasterFitsHeap(out.width(), out.height());
             BufferedImage image = new BufferedImage(out.width(), out.height(), BufferedImage.TYPE_INT_ARGB);
             paint(root, image, out, request.backgroundArgb());
             if (cancel.isCancelled() || HaltingThread.hasBeenHalted()) {
@@ -70,6 +72,7 @@ final class SvgRenderer {
         } catch (SecurityException e) {
             throw refused();
         } catch (RuntimeException e) {
+            MemoryGuard.rethrowIfOutOfMemory(e);
             if (cancel.isCancelled()) {
                 throw cancel.timeout();
             }
@@ -93,12 +96,18 @@ final class SvgRenderer {
                 g.fillRect(0, 0, image.getWidth(), image.getHeight());
             }
             g.setComposite(AlphaComposite.SrcOver);
-            g.translate(out.offsetX(), out.offsetY());
-            g.scale(out.scale(), out.scale());
+            g.transform(deviceTransform(out));
             root.paint(g);
         } finally {
             g.dispose();
         }
+    }
+
+    /** The root's user space → output pixels: the document fitted and centred. */
+    private static AffineTransform deviceTransform(OutputSize out) {
+        AffineTransform at = AffineTransform.getTranslateInstance(out.offsetX(), out.offsetY());
+        at.scale(out.scale(), out.scale());
+        return at;
     }
 
     private static RenderException classify(BridgeException e, Cancellation cancel, LockedDownUserAgent ua) {
