@@ -54,6 +54,14 @@ public final class LimitChecker {
     }
 
     /**
+     * Largest intermediate raster a render may need besides its output (a filter primitive's
+     * padded source, see {@code SvgCost}): as large as an embedded image may be.
+     */
+    public long maxIntermediatePixels() {
+        return maxSourceImagePixels();
+    }
+
+    /**
      * LIMIT_EXCEEDED if an ARGB raster of {@code width} × {@code height} would take more than half
      * the heap: the estimate before the allocation, so the render is refused, not the JVM.
      */

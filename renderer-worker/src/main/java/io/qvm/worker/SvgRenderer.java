@@ -10,6 +10,8 @@ import java.awt.geom.AffineTransform;
 import java.awt.geom.Dimension2D;
 import java.awt.image.BufferedImage;
 import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.batik.anim.dom.SVGOMDocument;
 import org.apache.batik.bridge.BridgeContext;
 import org.apache.batik.bridge.BridgeException;
@@ -24,7 +26,9 @@ import org.apache.batik.script.ImportInfo;
 import org.apache.batik.script.Interpreter;
 import org.apache.batik.script.InterpreterPool;
 import org.apache.batik.util.HaltingThread;
+import org.apache.batik.util.SVGConstants;
 import org.w3c.dom.Document;
+import org.w3c.dom.NodeList;
 
 /**
  * SVG → PNG with Apache Batik, locked down (see {@link SvgParser}, {@link LockedDownUserAgent},
@@ -56,6 +60,7 @@ final class SvgRenderer {
         try {
             GraphicsNode root = new GVTBuilder().build(ctx, doc);
             cancel.check();
+            SvgCost.check(root, patterns(doc, ctx), deviceTransform(out), out.width(), out.height(), limits);
             limits.checkRasterFitsHeap(out.width(), out.height());
             BufferedImage image = new BufferedImage(out.width(), out.height(), BufferedImage.TYPE_INT_ARGB);
             paint(root, image, out, request.backgroundArgb());
@@ -101,6 +106,18 @@ final class SvgRenderer {
         } finally {
             g.dispose();
         }
+    }
+
+    /** The content the bridge built for each {@code <pattern>} element (painted from a paint, not a node). */
+    private static List<GraphicsNode> patterns(Document doc, BridgeContext ctx) {
+        List<GraphicsNode> out = new ArrayList<>();
+        NodeList elements = doc.getElementsByTagNameNS(SVGConstants.SVG_NAMESPACE_URI, SVGConstants.SVG_PATTERN_TAG);
+        for (int i = 0; i < elements.getLength(); i++) {
+            if (ctx.getElementData(elements.item(i)) instanceof GraphicsNode content) {
+                out.add(content);
+            }
+        }
+        return out;
     }
 
     /** The root's user space → output pixels: the document fitted and centred. */
