@@ -67,7 +67,7 @@ class HostileSvgTest {
         "hostile/xxe-file.svg, UNSUPPORTED",
         "hostile/xxe-http.svg, UNSUPPORTED",
         "hostile/xxe-parameter.svg, UNSUPPORTED",
-        "hostile/billion-laughs.svg, UNSUPPORTED",
+        "hostile/billion-laughs.svg, LIMIT_EXCEEDED",
         "hostile/huge-size.svg, LIMIT_EXCEEDED",
         "hostile/huge-viewbox.svg, LIMIT_EXCEEDED",
         "hostile/use-bomb.svg, LIMIT_EXCEEDED",
