@@ -86,6 +86,26 @@ class HostileSvgTest {
         assertTrue(o.error().message().length() < 200, "short message");
     }
 
+    @ParameterizedTest(name = "{0} as a data: SVG image -> {1}")
+    @CsvSource({
+        "hostile/xxe-http.svg, UNSUPPORTED",
+        "hostile/xxe-parameter.svg, UNSUPPORTED",
+        "hostile/image-http.svg, UNSUPPORTED",
+        "hostile/use-http.svg, UNSUPPORTED",
+        "hostile/feimage-http.svg, UNSUPPORTED",
+        "hostile/pattern-http.svg, UNSUPPORTED",
+        "hostile/file-image.svg, UNSUPPORTED",
+        "hostile/data-svg-image.svg, UNSUPPORTED",
+        "hostile/billion-laughs.svg, LIMIT_EXCEEDED",
+        "hostile/use-bomb.svg, LIMIT_EXCEEDED",
+    })
+    void insideAnEmbeddedSvgImageAsOutside(String name, ErrorCode expected) {
+        byte[] inner = Corpus.withBase(name, trap.base());
+        Renders.Outcome o = R.render(RenderRequest.svg(EmbeddedSvgs.utf8(
+                EmbeddedSvgs.embedding(EmbeddedSvgs.dataUrl(inner)))));
+        assertEquals(expected, o.code(), o.toString());
+    }
+
     @ParameterizedTest(name = "{0} renders without its external part")
     @CsvSource({
         "hostile/css-import.svg",
