@@ -35,7 +35,9 @@ import org.w3c.dom.Element;
  *   <li>element nesting, added up along the chain of documents, at most {@link LimitChecker#MAX_SVG_DEPTH}
  *       (Batik builds an embedded document recursively, on the same stack);</li>
  *   <li>decoded and inflated bytes read only up to what the {@link SvgBudget} has left, so an svgz
- *       bomb stops at the limit;</li>
+ *       bomb stops at the limit, and the same for the characters its text and attributes expand to
+ *       (internal entities), so many small documents cannot each expand to the per-document entity
+ *       limits;</li>
  *   <li>the elements of every drawn copy spent from the {@link SvgBudget}.</li>
  * </ul>
  * A document drawn several times is parsed once (Batik's own loader caches the same way).
@@ -125,17 +127,18 @@ final class EmbeddedSvgLoader extends DocumentLoader {
 
     private SVGOMDocument parse(ParsedURL url, InputStream is, int depthLeft) throws RenderException {
         byte[] bytes = readBounded(is, budget.embeddedBytesLeft());
-        budget.chargeEmbeddedBytes(bytes.length);
         SvgParser.Parsed p;
         try {
-            p = SvgParser.parse(bytes, Math.max(0, depthLeft));
+            p = SvgParser.parse(bytes, Math.max(0, depthLeft), budget.embeddedBytesLeft());
         } catch (RenderException e) {
             if (e.code() == ErrorCode.PARSE_ERROR && !declaresSvg(url)) {
                 throw new RenderException(ErrorCode.UNSUPPORTED,
                         "an embedded data: resource is neither SVG nor a supported raster image");
             }
-            throw new RenderException(e.code(), "embedded SVG image: " + e.getMessage());
+            throw e.getMessage().startsWith("embedded") ? e
+                    : new RenderException(e.code(), "embedded SVG image: " + e.getMessage());
         }
+        budget.chargeEmbeddedBytes(Math.max(bytes.length, p.chars()));
         depths.put(p.document(), p.depth());
         return p.document();
     }

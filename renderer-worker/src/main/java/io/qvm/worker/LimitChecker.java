@@ -57,7 +57,8 @@ public final class LimitChecker {
     /**
      * Largest raster image a document may embed (declared width × height, checked before
      * decoding): maxPixels, or what a quarter of the heap holds at 4 bytes a pixel if that is more
-     * (a scan drawn smaller than its own resolution is ordinary).
+     * (a scan drawn smaller than its own resolution is ordinary). For SVG it bounds the distinct
+     * raster images of the whole tree of documents together ({@link SvgBudget}).
      */
     public long maxSourceImagePixels() {
         return Math.max(limits.maxPixels(), Runtime.getRuntime().maxMemory() / 16);

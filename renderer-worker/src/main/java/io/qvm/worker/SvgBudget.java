@@ -13,8 +13,9 @@ import java.util.Set;
  *       document counted again every time it is drawn ({@link LimitChecker#MAX_SVG_EXPANDED_ELEMENTS});</li>
  *   <li>declared pixels of distinct embedded raster images ({@link LimitChecker#maxSourceImagePixels()}):
  *       the same image drawn twice is decoded once, and counted once;</li>
- *   <li>bytes of embedded SVG documents once decoded and inflated (svgz): what one request may
- *       carry ({@code maxRequestBytes}), at most {@link LimitChecker#MAX_EMBEDDED_SVG_BYTES}.</li>
+ *   <li>bytes of embedded SVG documents once decoded and inflated (svgz), or the characters their
+ *       text and attributes expand to (entities) if more: what one request may carry
+ *       ({@code maxRequestBytes}), at most {@link LimitChecker#MAX_EMBEDDED_SVG_BYTES}.</li>
  * </ul>
  * One instance per render; not thread-safe (a render runs on one thread).
  */

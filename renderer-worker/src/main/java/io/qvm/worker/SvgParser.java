@@ -79,20 +79,24 @@ final class SvgParser {
      *
      * @param document the Batik document
      * @param depth the deepest element nesting in it (the root is level 1)
+     * @param chars the characters of its text and attribute values, entities expanded
      */
-    record Parsed(SVGOMDocument document, int depth) {
+    record Parsed(SVGOMDocument document, int depth, long chars) {
     }
 
     static SVGOMDocument parse(byte[] svg) throws RenderException {
-        return parse(svg, LimitChecker.MAX_SVG_DEPTH).document();
+        return parse(svg, LimitChecker.MAX_SVG_DEPTH, Long.MAX_VALUE).document();
     }
 
-    /** Parses {@code svg}, refusing element nesting deeper than {@code maxDepth}. */
-    static Parsed parse(byte[] svg, int maxDepth) throws RenderException {
+    /**
+     * Parses {@code svg}, refusing element nesting deeper than {@code maxDepth} and text and
+     * attribute values (entities expanded) of more than {@code maxChars} characters in all.
+     */
+    static Parsed parse(byte[] svg, int maxDepth, long maxChars) throws RenderException {
         if (svg.length == 0) {
             throw new RenderException(ErrorCode.PARSE_ERROR, "empty document");
         }
-        Guard guard = new Guard(maxDepth);
+        Guard guard = new Guard(maxDepth, maxChars);
         Document plain = parseXml(svg, guard);
         Element root = plain.getDocumentElement();
         if (root == null || !SVGConstants.SVG_NAMESPACE_URI.equals(root.getNamespaceURI())
@@ -103,7 +107,7 @@ final class SvgParser {
                 SVGDOMImplementation.getDOMImplementation());
         doc.setParsedURL(new ParsedURL(UrlLockdown.DOCUMENT_BASE));
         doc.setDocumentURI(UrlLockdown.DOCUMENT_BASE);
-        return new Parsed(doc, guard.maxDepth);
+        return new Parsed(doc, guard.maxDepth, guard.chars);
     }
 
     private static Document parseXml(byte[] svg, Guard guard) throws RenderException {
@@ -199,9 +203,20 @@ final class SvgParser {
         private ContentHandler next;
         private int depth;
         private int maxDepth;
+        private final long charLimit;
+        private long chars;
 
-        Guard(int depthLimit) {
+        Guard(int depthLimit, long charLimit) {
             this.depthLimit = depthLimit;
+            this.charLimit = charLimit;
+        }
+
+        private void spend(long n) throws Refused {
+            chars += n;
+            if (chars > charLimit) {
+                throw new Refused(new RenderException(ErrorCode.LIMIT_EXCEEDED,
+                        "embedded SVG images expand to more characters than the request may carry"));
+            }
         }
 
         private static Refused externalEntity() {
@@ -284,6 +299,9 @@ final class SvgParser {
                         + (depthLimit < LimitChecker.MAX_SVG_DEPTH ? " (counting the documents it is embedded in)" : "")));
             }
             maxDepth = Math.max(maxDepth, depth);
+            for (int i = 0; i < atts.getLength(); i++) {
+                spend(atts.getValue(i).length());
+            }
             next.startElement(uri, localName, qName, atts);
         }
 
@@ -295,6 +313,7 @@ final class SvgParser {
 
         @Override
         public void characters(char[] ch, int start, int length) throws SAXException {
+            spend(length);
             next.characters(ch, start, length);
         }
 

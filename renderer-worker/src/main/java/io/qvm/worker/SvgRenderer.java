@@ -40,7 +40,7 @@ final class SvgRenderer {
 
     Rendered render(RenderRequest request, LimitChecker limits, Cancellation cancel) throws RenderException {
         UrlLockdown.install();
-        SvgParser.Parsed parsed = SvgParser.parse(request.document(), LimitChecker.MAX_SVG_DEPTH);
+        SvgParser.Parsed parsed = SvgParser.parse(request.document(), LimitChecker.MAX_SVG_DEPTH, Long.MAX_VALUE);
         SVGOMDocument doc = parsed.document();
         SvgBudget budget = new SvgBudget(limits);
         budget.chargeElements(SvgExpansion.count(doc));

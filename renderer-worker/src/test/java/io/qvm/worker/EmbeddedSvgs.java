@@ -110,4 +110,35 @@ final class EmbeddedSvgs {
     static byte[] entityNodes(int nodes, int refs) {
         return withEntities("<!ENTITY a '" + "<g/>".repeat(nodes) + "'>", "&a;".repeat(refs));
     }
+
+    /**
+     * {@code images} distinct embedded documents, each an element chain {@code depth} deep, inside a
+     * document whose own elements nest two deep.
+     */
+    static byte[] deepEmbedded(int images, int depth) {
+        StringBuilder sb = new StringBuilder("<svg " + SVG_NS + " width='20' height='20'>");
+        for (int i = 0; i < images; i++) {
+            String inner = "<svg xmlns='http://www.w3.org/2000/svg' width='20' height='20'><!--" + i + "-->"
+                    + "<g>".repeat(depth - 2) + "<rect width='20' height='20' fill='#ff0000'/>" + "</g>".repeat(depth - 2)
+                    + "</svg>";
+            sb.append("<image width='20' height='20' xlink:href='").append(dataUrl(utf8(inner))).append("'/>");
+        }
+        return utf8(sb.append("</svg>").toString());
+    }
+
+    /**
+     * {@code images} distinct embedded documents, each small but expanding an entity to
+     * {@code charsEach} characters (within the limits of one document).
+     */
+    static byte[] entityExpandingImages(int images, int charsEach) {
+        StringBuilder sb = new StringBuilder("<svg " + SVG_NS + " width='20' height='20'>");
+        int refs = charsEach / 1000;
+        for (int i = 0; i < images; i++) {
+            String inner = "<?xml version='1.0'?><!DOCTYPE svg [<!ENTITY a '" + "x".repeat(1000) + "'>]>"
+                    + "<svg xmlns='http://www.w3.org/2000/svg' width='20' height='20'><!--" + i + "--><desc>"
+                    + "&a;".repeat(refs) + "</desc></svg>";
+            sb.append("<image width='20' height='20' xlink:href='").append(dataUrl(utf8(inner))).append("'/>");
+        }
+        return utf8(sb.append("</svg>").toString());
+    }
 }

@@ -31,7 +31,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * No false refusals against plain Batik: every corpus SVG ({@code ok/} and {@code safe/}) that
  * Batik's own {@link PNGTranscoder} renders with external resources off ({@code data:} only, as
- * {@link LockedDownUserAgent} allows) renders in qvm too, at the same size.
+ * {@link LockedDownUserAgent} allows) renders in qvm too, at the same size. The two directories hold
+ * only such documents, so a document Batik fails on fails the test as well.
  */
 @Tag("unit")
 class PlainBatikParityTest {
