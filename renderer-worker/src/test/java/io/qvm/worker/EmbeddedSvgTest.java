@@ -72,6 +72,14 @@ class EmbeddedSvgTest {
     }
 
     @Test
+    void localReferencesInsideAnEmbeddedSvgResolveInIt() {
+        BufferedImage img = R.render(RenderRequest.svg(Corpus.bytes("safe/data-svg-local-use.svg"))).image();
+        assertTrue(Pixels.near(img, 20, 30, 0xFFFF0000), "first <use> of the embedded document's own #r");
+        assertTrue(Pixels.near(img, 40, 30, 0xFFFF0000), "second one");
+        assertTrue(Pixels.near(img, 5, 5, 0xFFFFFFFF), "the outer document's #r (blue) is never drawn");
+    }
+
+    @Test
     void nestingAtTheLimitDrawsTheInnermost() {
         BufferedImage img = R.render(RenderRequest.svg(EmbeddedSvgs.nested(LimitChecker.MAX_SVG_IMAGE_NESTING)))
                 .image();

@@ -18,6 +18,7 @@ import javax.imageio.ImageIO;
 import org.apache.batik.bridge.EmbededExternalResourceSecurity;
 import org.apache.batik.bridge.ExternalResourceSecurity;
 import org.apache.batik.bridge.UserAgent;
+import org.apache.batik.transcoder.TranscoderException;
 import org.apache.batik.transcoder.TranscoderInput;
 import org.apache.batik.transcoder.TranscoderOutput;
 import org.apache.batik.transcoder.image.PNGTranscoder;
@@ -31,8 +32,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * No false refusals against plain Batik: every corpus SVG ({@code ok/} and {@code safe/}) that
  * Batik's own {@link PNGTranscoder} renders with external resources off ({@code data:} only, as
- * {@link LockedDownUserAgent} allows) renders in qvm too, at the same size. The two directories hold
- * only such documents, so a document Batik fails on fails the test as well.
+ * {@link LockedDownUserAgent} allows) renders in qvm too, at the same size. qvm may render more than
+ * Batik: Batik resolves a local {@code #id} inside an embedded SVG against the {@code data:} URL and
+ * refuses it ({@code safe/data-svg-local-use.svg}), qvm resolves it in the embedded document.
  */
 @Tag("unit")
 class PlainBatikParityTest {
@@ -66,7 +68,12 @@ class PlainBatikParityTest {
     @MethodSource("documents")
     void whatPlainBatikRendersQvmRendersAtTheSameSize(String name) throws Exception {
         byte[] svg = Corpus.bytes(name);
-        BufferedImage batik = plainBatik(svg);
+        BufferedImage batik;
+        try {
+            batik = plainBatik(svg);
+        } catch (TranscoderException e) {
+            return; // not a document plain Batik renders: nothing to compare
+        }
         BufferedImage qvm = R.render(RenderRequest.svg(svg)).image();
         if (hasOwnSize(svg)) {
             assertEquals(batik.getWidth(), qvm.getWidth(), name + " width");
@@ -87,8 +94,18 @@ class PlainBatikParityTest {
     }
 
     @Test
-    void theCorpusIsNotEmpty() {
-        assertTrue(documents().filter(n -> n.startsWith("safe/")).count() >= 7, "safe/ documents");
+    void plainBatikRendersTheSafeDocuments() {
+        List<String> failed = new ArrayList<>();
+        List<String> safe = documents().filter(n -> n.startsWith("safe/")).toList();
+        for (String name : safe) {
+            try {
+                plainBatik(Corpus.bytes(name));
+            } catch (Exception e) {
+                failed.add(name);
+            }
+        }
+        assertEquals(List.of("safe/data-svg-local-use.svg"), failed, "safe/ documents Batik cannot render");
+        assertTrue(safe.size() >= 8, "safe/ documents: " + safe);
     }
 
     /** Batik's own transcoder and parser, with only data: resources allowed; throws if Batik fails. */

@@ -19,6 +19,8 @@ final class SafeSvgCases {
             HostileCase.renders("svg-data-svg-image", "utf8-percent", HostileCase.svgFile("safe/data-svg-utf8.svg"),
                     60, 60),
             HostileCase.renders("svg-data-svg-image", "svgz", HostileCase.svgFile("safe/data-svgz-image.svg"), 60, 60),
+            HostileCase.renders("svg-data-svg-image", "local-use", HostileCase.svgFile("safe/data-svg-local-use.svg"),
+                    60, 60),
             HostileCase.renders("svg-data-svg-image", "nested-twice", HostileCase.svgFile("safe/nested-twice.svg"),
                     60, 60),
             HostileCase.renders("svg-data-svg-image", "nested-at-limit",
