@@ -55,28 +55,22 @@ class EmbeddedSvgTest {
         }
     }
 
-    @ParameterizedTest(name = "{0}: the embedded red square is drawn inside the frame")
-    @CsvSource({"safe/data-svg-image.svg", "safe/data-svg-utf8.svg", "safe/data-svgz-image.svg"})
-    void embeddedSvgIsDrawn(String name) {
+    @ParameterizedTest(name = "{0}: {4}")
+    @CsvSource({
+        "safe/data-svg-image.svg, 30, 30, FFFF0000, the embedded red square",
+        "safe/data-svg-image.svg, 5, 5, FFFFFFFF, white outside the image",
+        "safe/data-svg-utf8.svg, 30, 30, FFFF0000, the embedded red square",
+        "safe/data-svgz-image.svg, 30, 30, FFFF0000, the embedded red square",
+        "safe/nested-twice.svg, 15, 15, FF0000FF, the first embedded document (blue)",
+        "safe/nested-twice.svg, 30, 30, FFFF0000, the one it embeds (red)",
+        "safe/nested-twice.svg, 5, 5, FFFFFFFF, the outer document (white)",
+        "safe/data-svg-local-use.svg, 20, 30, FFFF0000, first <use> of the embedded document's own #r",
+        "safe/data-svg-local-use.svg, 40, 30, FFFF0000, second one",
+        "safe/data-svg-local-use.svg, 5, 5, FFFFFFFF, the outer document's #r (blue) is never drawn",
+    })
+    void embeddedSvgIsDrawnWhereItBelongs(String name, int x, int y, String argb, String what) {
         BufferedImage img = R.render(RenderRequest.svg(Corpus.bytes(name))).image();
-        assertTrue(Pixels.near(img, 30, 30, 0xFFFF0000), name + ": red inside the image's box");
-        assertTrue(Pixels.near(img, 5, 5, 0xFFFFFFFF), name + ": white outside it");
-    }
-
-    @Test
-    void nestedTwiceDrawsBothLevels() {
-        BufferedImage img = R.render(RenderRequest.svg(Corpus.bytes("safe/nested-twice.svg"))).image();
-        assertTrue(Pixels.near(img, 15, 15, 0xFF0000FF), "the first embedded document (blue)");
-        assertTrue(Pixels.near(img, 30, 30, 0xFFFF0000), "the one it embeds (red)");
-        assertTrue(Pixels.near(img, 5, 5, 0xFFFFFFFF), "the outer document (white)");
-    }
-
-    @Test
-    void localReferencesInsideAnEmbeddedSvgResolveInIt() {
-        BufferedImage img = R.render(RenderRequest.svg(Corpus.bytes("safe/data-svg-local-use.svg"))).image();
-        assertTrue(Pixels.near(img, 20, 30, 0xFFFF0000), "first <use> of the embedded document's own #r");
-        assertTrue(Pixels.near(img, 40, 30, 0xFFFF0000), "second one");
-        assertTrue(Pixels.near(img, 5, 5, 0xFFFFFFFF), "the outer document's #r (blue) is never drawn");
+        assertTrue(Pixels.near(img, x, y, (int) Long.parseLong(argb, 16)), name + ": " + what);
     }
 
     @Test
