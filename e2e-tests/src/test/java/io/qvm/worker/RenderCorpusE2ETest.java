@@ -145,7 +145,7 @@ class RenderCorpusE2ETest {
             {"hostile/file-relative.svg", "UNSUPPORTED"}, {"hostile/jar-use.svg", "UNSUPPORTED"},
             {"hostile/pattern-http.svg", "UNSUPPORTED"}, {"hostile/data-svg-image.svg", "UNSUPPORTED"},
             {"hostile/xxe-file.svg", "UNSUPPORTED"}, {"hostile/xxe-http.svg", "UNSUPPORTED"},
-            {"hostile/xxe-parameter.svg", "UNSUPPORTED"}, {"hostile/billion-laughs.svg", "UNSUPPORTED"},
+            {"hostile/xxe-parameter.svg", "UNSUPPORTED"}, {"hostile/billion-laughs.svg", "LIMIT_EXCEEDED"},
             {"hostile/huge-size.svg", "LIMIT_EXCEEDED"}, {"hostile/huge-viewbox.svg", "LIMIT_EXCEEDED"},
             {"hostile/use-bomb.svg", "LIMIT_EXCEEDED"}, {"hostile/not-svg.svg", "PARSE_ERROR"},
             {"hostile/no-namespace.svg", "PARSE_ERROR"}, {"hostile/truncated.svg", "PARSE_ERROR"},

@@ -28,31 +28,29 @@ final class EmbeddedImageProbe {
     private EmbeddedImageProbe() {
     }
 
-    /** Throws {@link ImageTooLarge} if {@code url} holds a raster image above {@code maxPixels}. */
-    static void check(ParsedURL url, long maxPixels) {
+    /**
+     * The pixels (width × height) the raster image in {@code url} declares, or 0 if it holds no
+     * raster image (SVG, font, CSS: not this probe's business) or its header is unreadable (Batik's
+     * own decoder then reports a broken image).
+     */
+    static long declaredPixels(ParsedURL url) {
         try (InputStream in = url.openStream(); ImageInputStream iis = ImageIO.createImageInputStream(in)) {
             if (iis == null) {
-                return;
+                return 0;
             }
             Iterator<ImageReader> readers = ImageIO.getImageReaders(iis);
             if (!readers.hasNext()) {
-                return; // not a raster image (SVG, font, CSS): not this probe's business
+                return 0;
             }
             ImageReader reader = readers.next();
             try {
                 reader.setInput(iis, true, true);
-                long pixels = (long) reader.getWidth(0) * reader.getHeight(0);
-                if (pixels > maxPixels) {
-                    throw new ImageTooLarge();
-                }
+                return (long) reader.getWidth(0) * reader.getHeight(0);
             } finally {
                 reader.dispose();
             }
         } catch (IOException | RuntimeException e) {
-            if (e instanceof ImageTooLarge t) {
-                throw t;
-            }
-            // Unreadable header: Batik's own decoder reports it as a broken image.
+            return 0;
         }
     }
 }

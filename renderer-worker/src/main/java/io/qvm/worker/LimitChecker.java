@@ -18,6 +18,16 @@ public final class LimitChecker {
     public static final int MAX_SVG_DEPTH = 200;
     /** Most elements an SVG may expand to, counting each {@code <use>} as a copy of what it references. */
     public static final long MAX_SVG_EXPANDED_ELEMENTS = 200_000;
+    /** Deepest chain of SVG documents embedded as {@code data:} images (the outer document is level 0). */
+    public static final int MAX_SVG_IMAGE_NESTING = 4;
+    /** Most bytes an embedded SVG document may inflate to (svgz), whatever the request's byte limit. */
+    public static final int MAX_EMBEDDED_SVG_BYTES = 16 << 20;
+    /** Most references to internal DTD entities an SVG may expand ({@code jdk.xml.entityExpansionLimit}). */
+    public static final int MAX_SVG_ENTITY_EXPANSIONS = 10_000;
+    /** Longest replacement text of one internal entity, general or parameter, in characters. */
+    public static final int MAX_SVG_ENTITY_CHARS = 1 << 20;
+    /** Most characters all entity expansions of a document may add up to ({@code jdk.xml.totalEntitySizeLimit}). */
+    public static final long MAX_SVG_ENTITY_TOTAL_CHARS = 8 << 20;
 
     private final Limits limits;
 
@@ -47,7 +57,8 @@ public final class LimitChecker {
     /**
      * Largest raster image a document may embed (declared width × height, checked before
      * decoding): maxPixels, or what a quarter of the heap holds at 4 bytes a pixel if that is more
-     * (a scan drawn smaller than its own resolution is ordinary).
+     * (a scan drawn smaller than its own resolution is ordinary). For SVG it bounds the distinct
+     * raster images of the whole tree of documents together ({@link SvgBudget}).
      */
     public long maxSourceImagePixels() {
         return Math.max(limits.maxPixels(), Runtime.getRuntime().maxMemory() / 16);

@@ -18,8 +18,9 @@ import org.w3c.dom.svg.SVGAElement;
  *       static anyway (no interpreter, no {@code onload}, no animation);</li>
  *   <li>external resources of every scheme are refused; {@code data:} URIs, which carry their
  *       content inline, are the only ones allowed ({@link EmbededExternalResourceSecurity}), and
- *       an embedded raster image must declare no more pixels than the limit
- *       ({@link EmbeddedImageProbe});</li>
+ *       the embedded raster images of the whole tree (the document and the SVG images it embeds,
+ *       which share this user agent) must together declare no more pixels than the
+ *       {@link SvgBudget} holds ({@link EmbeddedImageProbe});</li>
  *   <li>no validating parser, no user style sheet, no links, no alerts or prompts;</li>
  *   <li>the viewport is the document's own size, so percentages resolve against it.</li>
  * </ul>
@@ -29,16 +30,16 @@ import org.w3c.dom.svg.SVGAElement;
 final class LockedDownUserAgent extends UserAgentAdapter {
 
     private final Dimension2D viewport;
-    private final long maxImagePixels;
+    private final SvgBudget budget;
     private boolean imageTooLarge;
 
     /**
      * @param viewport the document's own size, CSS px
-     * @param maxImagePixels largest embedded raster image ({@link EmbeddedImageProbe})
+     * @param budget the render's budget, whose pixels embedded raster images spend
      */
-    LockedDownUserAgent(Dimension2D viewport, long maxImagePixels) {
+    LockedDownUserAgent(Dimension2D viewport, SvgBudget budget) {
         this.viewport = viewport;
-        this.maxImagePixels = maxImagePixels;
+        this.budget = budget;
     }
 
     /** Whether an embedded image was refused for its size (Batik does not keep the cause). */
@@ -74,13 +75,12 @@ final class LockedDownUserAgent extends UserAgentAdapter {
     @Override
     public void checkLoadExternalResource(ParsedURL resourceURL, ParsedURL docURL) {
         if (resourceURL == null || !"data".equals(resourceURL.getProtocol())) {
-                throw new SecurityException("external resources are not allowed");
+            throw new SecurityException("external resources are not allowed");
         }
-        try {
-            EmbeddedImageProbe.check(resourceURL, maxImagePixels);
-        } catch (EmbeddedImageProbe.ImageTooLarge e) {
+        long pixels = EmbeddedImageProbe.declaredPixels(resourceURL);
+        if (pixels > 0 && !budget.chargeImage(resourceURL.toString(), pixels)) {
             imageTooLarge = true;
-            throw e;
+            throw new EmbeddedImageProbe.ImageTooLarge();
         }
     }
 

@@ -1,6 +1,5 @@
 package io.qvm.worker;
 
-import io.qvm.protocol.ErrorCode;
 import java.util.HashMap;
 import java.util.Map;
 import org.w3c.dom.Document;
@@ -11,8 +10,9 @@ import org.w3c.dom.Node;
  * Counts how many elements Batik would build for a document, with every {@code <use>} counted
  * as a full copy of what it references — the SVG form of "billion laughs" (ten {@code <use>} of
  * a group of ten {@code <use>} of …) is a few hundred bytes that expand to millions of nodes.
- * Above {@link LimitChecker#MAX_SVG_EXPANDED_ELEMENTS}: LIMIT_EXCEEDED, before any building.
- * Only local references ({@code #id}) count: everything else is refused later anyway.
+ * The count is spent from the render's {@link SvgBudget} (shared with the SVG images the document
+ * embeds), before any building. Only local references ({@code #id}) count: everything else is
+ * refused later anyway.
  */
 final class SvgExpansion {
 
@@ -26,12 +26,12 @@ final class SvgExpansion {
         this.doc = doc;
     }
 
-    static void check(Document doc) throws RenderException {
-        long n = new SvgExpansion(doc).count(doc.getDocumentElement());
-        if (n > LimitChecker.MAX_SVG_EXPANDED_ELEMENTS) {
-            throw new RenderException(ErrorCode.LIMIT_EXCEEDED, "SVG expands to more than "
-                    + LimitChecker.MAX_SVG_EXPANDED_ELEMENTS + " elements through <use>");
-        }
+    /**
+     * The elements {@code doc} expands to; counting stops a little above
+     * {@link LimitChecker#MAX_SVG_EXPANDED_ELEMENTS}, so a bomb costs no more than the limit to count.
+     */
+    static long count(Document doc) {
+        return new SvgExpansion(doc).count(doc.getDocumentElement());
     }
 
     private long count(Element e) {

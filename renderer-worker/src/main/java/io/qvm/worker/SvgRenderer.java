@@ -9,17 +9,13 @@ import java.awt.RenderingHints;
 import java.awt.geom.AffineTransform;
 import java.awt.geom.Dimension2D;
 import java.awt.image.BufferedImage;
-import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.batik.anim.dom.SVGOMDocument;
 import org.apache.batik.bridge.BridgeContext;
 import org.apache.batik.bridge.BridgeException;
-import org.apache.batik.bridge.DocumentLoader;
 import org.apache.batik.bridge.ErrorConstants;
-import org.apache.batik.bridge.GVTBuilder;
 import org.apache.batik.bridge.InterruptedBridgeException;
-import org.apache.batik.bridge.UserAgent;
 import org.apache.batik.ext.awt.image.GraphicsUtil;
 import org.apache.batik.gvt.GraphicsNode;
 import org.apache.batik.script.ImportInfo;
@@ -35,7 +31,9 @@ import org.w3c.dom.NodeList;
  * {@link UrlLockdown}): parse with the hardened JDK parser, check nesting and {@code <use>}
  * expansion, compute the output size from the declared size and check it against the limits,
  * then build the GVT tree in a <em>static</em> bridge context (no scripting, no animation, no
- * interpreters, no external documents) and paint it onto a raster of exactly that size.
+ * interpreters, no external documents; SVG images embedded as {@code data:} URLs go through the
+ * same lock-down, see {@link EmbeddedSvgLoader}, all within one {@link SvgBudget}) and paint it
+ * onto a raster of exactly that size.
  *
  * <p>Runs on the watchdog's {@link HaltingThread}: when the watchdog halts it, Batik's builder
  * and painter stop at their next check and the render ends in TIMEOUT, never in a partial image.
@@ -47,18 +45,21 @@ final class SvgRenderer {
 
     Rendered render(RenderRequest request, LimitChecker limits, Cancellation cancel) throws RenderException {
         UrlLockdown.install();
-        SVGOMDocument doc = SvgParser.parse(request.document());
-        SvgExpansion.check(doc);
+        SvgParser.Parsed parsed = SvgParser.parse(request.document(), LimitChecker.MAX_SVG_DEPTH, Long.MAX_VALUE);
+        SVGOMDocument doc = parsed.document();
+        SvgBudget budget = new SvgBudget(limits);
+        budget.chargeElements(SvgExpansion.count(doc));
         SvgGeometry geometry = SvgGeometry.of(doc.getDocumentElement());
         OutputSize out = OutputSize.of(geometry.width(), geometry.height(), UNITS_PER_INCH, request, limits);
         cancel.check();
 
-        LockedDownUserAgent ua = new LockedDownUserAgent(new Size(geometry.width(), geometry.height()),
-                limits.maxSourceImagePixels());
-        BridgeContext ctx = new BridgeContext(ua, new NoInterpreters(), new NoDocuments(ua));
+        LockedDownUserAgent ua = new LockedDownUserAgent(new Size(geometry.width(), geometry.height()), budget);
+        EmbeddedSvgLoader loader = new EmbeddedSvgLoader(ua, budget);
+        loader.outerDepth(parsed.depth());
+        BridgeContext ctx = new BridgeContext(ua, new NoInterpreters(), loader);
         ctx.setDynamicState(BridgeContext.STATIC);
         try {
-            GraphicsNode root = new GVTBuilder().build(ctx, doc);
+            GraphicsNode root = loader.builder().build(ctx, doc);
             cancel.check();
             SvgCost.check(root, patterns(doc, ctx), deviceTransform(out), out.width(), out.height(), limits);
             limits.checkRasterFitsHeap(out.width(), out.height());
@@ -71,9 +72,11 @@ final class SvgRenderer {
         } catch (InterruptedBridgeException | Cancellation.CancelledException e) {
             throw cancel.timeout();
         } catch (BridgeException e) {
-            throw classify(e, cancel, ua);
+            throw classify(e, cancel, ua, loader);
         } catch (EmbeddedImageProbe.ImageTooLarge e) {
             throw imageTooLarge();
+        } catch (EmbeddedSvgLoader.Refusal e) {
+            throw e.error;
         } catch (SecurityException e) {
             throw refused();
         } catch (RuntimeException e) {
@@ -127,12 +130,16 @@ final class SvgRenderer {
         return at;
     }
 
-    private static RenderException classify(BridgeException e, Cancellation cancel, LockedDownUserAgent ua) {
+    private static RenderException classify(BridgeException e, Cancellation cancel, LockedDownUserAgent ua,
+            EmbeddedSvgLoader loader) {
         if (cancel.isCancelled()) {
             return cancel.timeout();
         }
         if (ua.refusedOversizeImage()) {
             return imageTooLarge();
+        }
+        if (loader.refusal() != null) {
+            return loader.refusal(); // an embedded SVG image, at any depth, was refused
         }
         if (ErrorConstants.ERR_URI_UNSECURE.equals(e.getCode())) {
             return refused();
@@ -147,7 +154,7 @@ final class SvgRenderer {
     }
 
     private static RenderException imageTooLarge() {
-        return new RenderException(ErrorCode.LIMIT_EXCEEDED, "an embedded image is above the pixel limit");
+        return new RenderException(ErrorCode.LIMIT_EXCEEDED, "embedded images are above the pixel limit");
     }
 
     private static RenderException refused() {
@@ -192,23 +199,6 @@ final class SvgRenderer {
         @Override
         public Interpreter createInterpreter(Document document, String language, ImportInfo imports) {
             return null;
-        }
-    }
-
-    /** A document loader that loads nothing: external SVG documents (also data: ones) are refused. */
-    private static final class NoDocuments extends DocumentLoader {
-        NoDocuments(UserAgent ua) {
-            super(ua);
-        }
-
-        @Override
-        public Document loadDocument(String uri) {
-            throw new SecurityException("external documents are not loaded");
-        }
-
-        @Override
-        public Document loadDocument(String uri, InputStream is) {
-            throw new SecurityException("external documents are not loaded");
         }
     }
 }

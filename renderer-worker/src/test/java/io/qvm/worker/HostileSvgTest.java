@@ -67,7 +67,7 @@ class HostileSvgTest {
         "hostile/xxe-file.svg, UNSUPPORTED",
         "hostile/xxe-http.svg, UNSUPPORTED",
         "hostile/xxe-parameter.svg, UNSUPPORTED",
-        "hostile/billion-laughs.svg, UNSUPPORTED",
+        "hostile/billion-laughs.svg, LIMIT_EXCEEDED",
         "hostile/huge-size.svg, LIMIT_EXCEEDED",
         "hostile/huge-viewbox.svg, LIMIT_EXCEEDED",
         "hostile/use-bomb.svg, LIMIT_EXCEEDED",
@@ -84,6 +84,26 @@ class HostileSvgTest {
         assertFalse(o.error().message().contains("127.0.0.1"), "message echoes no input: " + o.error().message());
         assertFalse(o.error().message().contains("passwd"), "message echoes no input: " + o.error().message());
         assertTrue(o.error().message().length() < 200, "short message");
+    }
+
+    @ParameterizedTest(name = "{0} as a data: SVG image -> {1}")
+    @CsvSource({
+        "hostile/xxe-http.svg, UNSUPPORTED",
+        "hostile/xxe-parameter.svg, UNSUPPORTED",
+        "hostile/image-http.svg, UNSUPPORTED",
+        "hostile/use-http.svg, UNSUPPORTED",
+        "hostile/feimage-http.svg, UNSUPPORTED",
+        "hostile/pattern-http.svg, UNSUPPORTED",
+        "hostile/file-image.svg, UNSUPPORTED",
+        "hostile/data-svg-image.svg, UNSUPPORTED",
+        "hostile/billion-laughs.svg, LIMIT_EXCEEDED",
+        "hostile/use-bomb.svg, LIMIT_EXCEEDED",
+    })
+    void insideAnEmbeddedSvgImageAsOutside(String name, ErrorCode expected) {
+        byte[] inner = Corpus.withBase(name, trap.base());
+        Renders.Outcome o = R.render(RenderRequest.svg(EmbeddedSvgs.utf8(
+                EmbeddedSvgs.embedding(EmbeddedSvgs.dataUrl(inner)))));
+        assertEquals(expected, o.code(), o.toString());
     }
 
     @ParameterizedTest(name = "{0} renders without its external part")

@@ -37,7 +37,7 @@ class MainRenderProtocolTest {
             w.send(Messages.toFrame(RenderRequest.svg(Corpus.withBase("hostile/image-http.svg", trap.base())), 2));
             assertEquals(ErrorCode.UNSUPPORTED, Messages.errorReply(w.receive()).code());
             w.send(Messages.toFrame(RenderRequest.svg(Corpus.bytes("hostile/billion-laughs.svg")), 3));
-            assertEquals(ErrorCode.UNSUPPORTED, Messages.errorReply(w.receive()).code());
+            assertEquals(ErrorCode.LIMIT_EXCEEDED, Messages.errorReply(w.receive()).code());
             w.send(Messages.toFrame(RenderRequest.pdf(new byte[] {'%', 'P', 'D', 'F'}), 4));
             assertEquals(ErrorCode.PARSE_ERROR, Messages.errorReply(w.receive()).code());
 
