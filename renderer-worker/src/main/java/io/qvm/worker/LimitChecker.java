@@ -83,6 +83,23 @@ public final class LimitChecker {
         }
     }
 
+    /**
+     * Most bytes one PDF stream may decode to (PDFBox holds a decoded stream in memory whole): an
+     * eighth of the heap. An image may decode to what its declared size needs, which
+     * {@link #maxSourceImagePixels()} bounds.
+     */
+    public long pdfMaxDecodedStreamBytes() {
+        return Runtime.getRuntime().maxMemory() / 8;
+    }
+
+    /**
+     * Most bytes the tables PDFBox builds from a page's declarations may take together (sampled
+     * functions' samples, mesh shadings' triangles): a quarter of the heap.
+     */
+    public long pdfMaxTableBytes() {
+        return Runtime.getRuntime().maxMemory() / 4;
+    }
+
     /** LIMIT_EXCEEDED if the document has more pages than maxPages. */
     public void checkPageCount(long pages) throws RenderException {
         if (pages > limits.maxPages()) {

@@ -36,7 +36,9 @@ import org.apache.pdfbox.rendering.RenderDestination;
  *   <li>the watchdog's cancellation is checked before every content-stream operator, so a slow
  *       page stops at once;</li>
  *   <li>an image whose declared size is above {@link LimitChecker#maxSourceImagePixels()} is
- *       refused (LIMIT_EXCEEDED) before PDFBox decodes it;</li>
+ *       refused (LIMIT_EXCEEDED) before PDFBox decodes it, and so is every other cost PDFBox would
+ *       size from the page's declarations: masks, codec headers, decoded streams, sampled
+ *       functions, meshes ({@link PdfPreflight}, before drawing; inline images as they are met);</li>
  *   <li>encrypted documents that need a password: UNSUPPORTED; anything PDFBox cannot read:
  *       PARSE_ERROR.</li>
  * </ul>
@@ -73,6 +75,8 @@ final class PdfRenderer {
                 throw new RenderException(ErrorCode.PARSE_ERROR, "PDF page has an empty or invalid crop box");
             }
             OutputSize out = OutputSize.of(w, h, UNITS_PER_INCH, request, limits);
+            PdfPreflight.check(page, limits);
+            cancel.check();
             boolean opaque = request.backgroundArgb() >>> 24 == 0xFF;
             BufferedImage image = new BufferedImage(out.width(), out.height(),
                     opaque ? BufferedImage.TYPE_INT_RGB : BufferedImage.TYPE_INT_ARGB);
@@ -87,7 +91,7 @@ final class PdfRenderer {
                 g.setBackground(background);
                 g.clearRect(0, 0, out.width(), out.height());
                 g.translate(out.offsetX(), out.offsetY());
-                new CancellableRenderer(doc, cancel, limits.maxSourceImagePixels()).renderPageToGraphics(index, g, (float) out.scale(),
+                new CancellableRenderer(doc, cancel, limits).renderPageToGraphics(index, g, (float) out.scale(),
                         (float) out.scale(), RenderDestination.EXPORT);
             } finally {
                 g.dispose();
@@ -96,6 +100,8 @@ final class PdfRenderer {
             return new Rendered(PngEncoder.encode(image, limits), out.width(), out.height());
         } catch (Cancellation.CancelledException e) {
             throw cancel.timeout();
+        } catch (PreflightRefused e) {
+            throw e.refusal;
         } catch (EmbeddedImageProbe.ImageTooLarge e) {
             throw new RenderException(ErrorCode.LIMIT_EXCEEDED, "an embedded image is above the pixel limit");
         } catch (InvalidPasswordException e) {
@@ -119,15 +125,26 @@ final class PdfRenderer {
                 MemoryUsageSetting.setupMainMemoryOnly(limits.pdfScratchBytes()).streamCache);
     }
 
+    /** Carries a {@link RenderException} out through PDFBox's drawing methods. */
+    private static final class PreflightRefused extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        private final transient RenderException refusal;
+
+        PreflightRefused(RenderException refusal) {
+            super(refusal.getMessage(), null, false, false);
+            this.refusal = refusal;
+        }
+    }
+
     /** A renderer whose page drawer checks the cancellation before every operator. */
     private static final class CancellableRenderer extends PDFRenderer {
         private final Cancellation cancel;
-        private final long maxImagePixels;
+        private final LimitChecker limits;
 
-        CancellableRenderer(PDDocument doc, Cancellation cancel, long maxImagePixels) {
+        CancellableRenderer(PDDocument doc, Cancellation cancel, LimitChecker limits) {
             super(doc);
             this.cancel = cancel;
-            this.maxImagePixels = maxImagePixels;
+            this.limits = limits;
         }
 
         @Override
@@ -136,14 +153,24 @@ final class PdfRenderer {
                 @Override
                 protected void processOperator(Operator operator, List<COSBase> operands) throws IOException {
                     cancel.checkUnchecked();
+                    if (operator.getImageParameters() != null) {
+                        // An inline image lives in a content stream, out of the preflight's reach,
+                        // and PDFBox decodes it as soon as it meets it.
+                        try {
+                            PdfPreflight.checkImage(operator.getImageParameters(), operator.getImageData(), limits);
+                        } catch (RenderException e) {
+                            throw new PreflightRefused(e);
+                        }
+                    }
                     super.processOperator(operator, operands);
                 }
 
                 @Override
                 public void drawImage(PDImage image) throws IOException {
-                    if ((long) image.getWidth() * image.getHeight() > maxImagePixels) {
+                    if ((long) image.getWidth() * image.getHeight() > limits.maxSourceImagePixels()) {
                         throw new EmbeddedImageProbe.ImageTooLarge();
                     }
+
                     super.drawImage(image);
                 }
             };
