@@ -33,24 +33,27 @@ import org.apache.pdfbox.pdmodel.PDPage;
  * (LIMIT_EXCEEDED past a limit). PDFBox 3 sizes its buffers from what the document says:
  *
  * <ul>
- *   <li>every filtered stream is decoded into an unbounded in-memory buffer (content streams,
- *       forms, glyph procedures, fonts, images, meshes): each stream's decoded size is counted
- *       here by decoding it into a counter, never held, and capped
- *       ({@link LimitChecker#pdfMaxDecodedStreamBytes()}; an image may hold the bytes its size
- *       needs); non-image streams, which can be nested and alive at once, share a page total;</li>
+ *   <li>every filtered stream but the page's own content is decoded into an in-memory buffer of
+ *       whatever size the data inflates to (forms, patterns, glyph procedures, images, fonts,
+ *       functions, ICC profiles, meshes): each one's decoded size is counted here by decoding it
+ *       into a counter that holds nothing, and capped
+ *       ({@link LimitChecker#pdfMaxDecodedStreamBytes()}, or what an image's size needs). The
+ *       page's content is parsed as it is decoded, so only its time counts, which the watchdog
+ *       bounds (measured: 600 MiB of it render in about a second);</li>
  *   <li>an image is read at the largest of its own, its {@code /SMask}'s and its {@code /Mask}'s
  *       sizes (the smaller is scaled up), at four bytes a pixel or its own sample size if more;
- *       a DCT stream at the size its JPEG frame header declares; a CCITT stream at its
- *       {@code /Columns} × {@code /Rows}: all within {@link LimitChecker#maxSourceImagePixels()};</li>
+ *       a CCITT stream at its {@code /Columns} × {@code /Rows}; an inline DCT image at the size
+ *       its JPEG frame header declares (an image stream is read within its dictionary's size):
+ *       all within {@link LimitChecker#maxSourceImagePixels()};</li>
  *   <li>a sampled function ({@code /FunctionType 0}) allocates its whole table of samples from
  *       {@code /Size}; a mesh shading (types 4–7) keeps every triangle it reads, and each patch
- *       is cut into up to 512 triangles: both within {@link LimitChecker#pdfMaxTableBytes()}.</li>
+ *       is cut into up to 512 triangles: together within {@link LimitChecker#pdfMaxTableBytes()}.</li>
  * </ul>
- * The walk starts from the page's resources, contents and annotation appearances, so images and
- * functions inside forms, patterns, Type 3 glyphs, soft-mask groups and appearance streams are
- * found too; it never follows {@code /Parent} or {@code /P} (the rest of the document). Inline
- * images live in content streams, so the page drawer checks them with {@link #checkImage} as it
- * meets them.
+ * The walk starts from the page's resources and annotation appearances, so images and functions
+ * inside forms, patterns, Type 3 glyphs, soft-mask groups and appearance streams are found too;
+ * it never follows {@code /Parent} or {@code /P} (the rest of the document). Inline images live
+ * in content streams, so the page drawer checks each with {@link #checkImage} before PDFBox
+ * parses it.
  */
 final class PdfPreflight {
 
@@ -67,7 +70,6 @@ final class PdfPreflight {
     private static final long TRIANGLES_PER_PATCH = 512;
 
     private final LimitChecker limits;
-    private long nonImageBytes;
     private long tableBytes;
 
     private PdfPreflight(LimitChecker limits) {
@@ -82,7 +84,7 @@ final class PdfPreflight {
         if (page.getResources() != null) {
             todo.push(page.getResources().getCOSObject());
         }
-        push(todo, dict.getDictionaryObject(COSName.CONTENTS));
+        // The page's own content is not walked: PDFBox parses it as it decodes it.
         COSArray annots = dict.getCOSArray(COSName.ANNOTS);
         if (annots != null) {
             for (COSBase a : annots) {
@@ -133,32 +135,31 @@ final class PdfPreflight {
     }
 
     private void visit(COSDictionary d) throws RenderException {
-        boolean image = COSName.IMAGE.equals(d.getCOSName(COSName.SUBTYPE));
-        if (image) {
+        if (COSName.IMAGE.equals(d.getCOSName(COSName.SUBTYPE))) {
             checkImage(d, null, limits);
+            return;
         }
         if (d.getInt(COSName.FUNCTION_TYPE, -1) == 0) {
             checkSampledFunction(d);
         }
         if (d instanceof COSStream s) {
-            long decoded = decodedSize(s, image);
+            long decoded;
+            try (InputStream raw = s.createRawInputStream()) {
+                decoded = decodedSize(s, raw, limits.pdfMaxDecodedStreamBytes());
+            } catch (IOException e) {
+                return; // unreadable: PDFBox reports it when it reads the stream
+            }
             int meshType = d.getInt(COSName.SHADING_TYPE, 0);
             if (meshType >= 4 && meshType <= 7) {
                 checkMesh(d, meshType, decoded);
-            }
-            if (!image) {
-                nonImageBytes += decoded;
-                if (nonImageBytes > limits.pdfMaxDecodedStreamBytes() * 2) {
-                    throw tooLarge("PDF page's streams decode to more than the memory limit");
-                }
             }
         }
     }
 
     /**
-     * Checks an image's cost: its declared size and sample size with its masks', its codec
-     * header's size. {@code inlineData} is the encoded data of an inline image ({@code null} for an
-     * image stream, whose data is read from the stream).
+     * Checks an image's cost: its declared size and sample size with its masks', and its decoded
+     * size. {@code inlineData} is the encoded data of an inline image, {@code null} for an image
+     * stream.
      */
     static void checkImage(COSDictionary img, byte[] inlineData, LimitChecker limits) throws RenderException {
         long w = dim(img, COSName.WIDTH, COSName.W);
@@ -168,11 +169,30 @@ final class PdfPreflight {
             if (img.getDictionaryObject(key) instanceof COSStream mask) {
                 w = Math.max(w, dim(mask, COSName.WIDTH, COSName.W));
                 h = Math.max(h, dim(mask, COSName.HEIGHT, COSName.H));
-                checkCodec(mask, null, limits);
+                checkImageData(mask, null, limits);
             }
         }
         if (w * h > limits.maxSourceImagePixels() || w * h * bytesPerPixel / 4 > limits.maxSourceImagePixels()) {
             throw new EmbeddedImageProbe.ImageTooLarge();
+        }
+        checkImageData(img, inlineData, limits);
+    }
+
+    /**
+     * An image's data may decode to what its size needs and a little more, and its codec to no
+     * more than the pixel limit.
+     */
+    private static void checkImageData(COSDictionary img, byte[] inlineData, LimitChecker limits)
+            throws RenderException {
+        long w = dim(img, COSName.WIDTH, COSName.W);
+        long h = dim(img, COSName.HEIGHT, COSName.H);
+        long expected = (w * rawBitsPerPixel(img) + 7) / 8 * h;
+        long cap = Math.max(limits.pdfMaxDecodedStreamBytes(), expected + expected / 8 + (64 << 10));
+        try (InputStream raw = inlineData != null ? new ByteArrayInputStream(inlineData)
+                : img instanceof COSStream s ? s.createRawInputStream() : InputStream.nullInputStream()) {
+            decodedSize(img, raw, cap);
+        } catch (IOException e) {
+            return; // unreadable: PDFBox reports it when it reads the image
         }
         checkCodec(img, inlineData, limits);
     }
@@ -231,7 +251,9 @@ final class PdfPreflight {
             if (cols * rows > limits.maxSourceImagePixels() * 8) {
                 throw new EmbeddedImageProbe.ImageTooLarge();
             }
-        } else if (name.startsWith("DCT")) {
+        } else if (name.startsWith("DCT") && inlineData != null) {
+            // PDFBox reads an image stream's JPEG within the dictionary's size (its source region),
+            // but decodes an inline image's whole JPEG as soon as it parses it.
             byte[] jpeg = decodeTo(img, inlineData, filters.subList(0, codec), limits.pdfMaxDecodedStreamBytes());
             if (jpeg != null) {
                 probeJpeg(jpeg, limits.maxSourceImagePixels());
@@ -310,22 +332,11 @@ final class PdfPreflight {
         }
     }
 
-    /** The decoded size of {@code s} up to its codec filter, refused past the cap. */
-    private long decodedSize(COSStream s, boolean image) throws RenderException {
-        long cap = limits.pdfMaxDecodedStreamBytes();
-        if (image) {
-            long w = dim(s, COSName.WIDTH, COSName.W);
-            long h = dim(s, COSName.HEIGHT, COSName.H);
-            long expected = (w * rawBitsPerPixel(s) + 7) / 8 * h;
-            cap = Math.max(cap, expected + expected / 8 + (64 << 10));
-        }
-        List<COSName> filters = filters(s);
-        if (filters.isEmpty()) {
-            return s.getLength();
-        }
+    /** The size {@code raw}, the data of {@code d}, decodes to up to its codec filter; refused past {@code cap}. */
+    private static long decodedSize(COSDictionary d, InputStream raw, long cap) throws RenderException {
         CountingSink sink = new CountingSink(cap);
-        try (InputStream raw = s.createRawInputStream()) {
-            decode(raw, s, filters, sink, cap);
+        try {
+            decode(raw, d, filters(d), sink, cap);
         } catch (DecodedTooLarge | StageTooLarge e) {
             throw tooLarge("a PDF stream decodes to more than " + cap + " bytes");
         } catch (IOException | RuntimeException e) {

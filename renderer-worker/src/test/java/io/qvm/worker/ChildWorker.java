@@ -126,6 +126,10 @@ final class ChildWorker implements AutoCloseable {
         stdin.close();
     }
 
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
     /** Waits for the exit status; -1 on timeout. */
     int waitFor(long seconds) throws InterruptedException {
         if (!process.waitFor(seconds, TimeUnit.SECONDS)) {

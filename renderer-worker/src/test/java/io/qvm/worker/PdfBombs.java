@@ -315,6 +315,145 @@ final class PdfBombs {
         });
     }
 
+    /** A 1 × 1 grey image whose Flate data inflates to {@code bytes} bytes, as a stream or inline. */
+    static byte[] imageDataBomb(long bytes, boolean inline) {
+        byte[] data = deflate(bytes, new byte[0]);
+        return page((d, res) -> {
+            if (inline) {
+                return "q 50 0 0 50 0 0 cm BI /W 1 /H 1 /BPC 8 /CS /G /F /Fl /L " + data.length + " ID\n"
+                        + new String(data, StandardCharsets.ISO_8859_1) + "\nEI Q\n";
+            }
+            COSStream img = greyImage(d, 1, 1);
+            try (OutputStream o = img.createRawOutputStream()) {
+                o.write(data);
+            }
+            return drawImage(res, "Im", img);
+        });
+    }
+
+    /** A form XObject whose content stream inflates to {@code bytes} bytes. */
+    static byte[] formContentBomb(long bytes) {
+        return page((d, res) -> {
+            COSStream content = d.getDocument().createCOSStream();
+            try (OutputStream o = content.createRawOutputStream()) {
+                o.write(deflate(bytes, new byte[0]));
+            }
+            content.setItem(COSName.FILTER, COSName.FLATE_DECODE);
+            PDFormXObject form = new PDFormXObject(content);
+            form.setBBox(new PDRectangle(50, 50));
+            form.setResources(new PDResources());
+            return drawImage(res, "Fm", form.getCOSObject());
+        });
+    }
+
+    /**
+     * A tiling pattern whose one tile spans {@code side} × {@code side} pt (at 96 dpi that many
+     * pixels and a third): PDFBox renders a tile to a raster of its device size.
+     */
+    static byte[] hugeTile(int side) {
+        return page((d, res) -> {
+            COSStream tile = stream(d, "0 0 1 rg 0 0 10 10 re f".getBytes(StandardCharsets.ISO_8859_1), false);
+            tile.setItem(COSName.TYPE, COSName.PATTERN);
+            tile.setInt(COSName.PATTERN_TYPE, 1);
+            tile.setInt(COSName.PAINT_TYPE, 1);
+            tile.setInt(COSName.TILING_TYPE, 1);
+            tile.setItem(COSName.BBOX, new PDRectangle(side, side).getCOSArray());
+            tile.setInt(COSName.X_STEP, side);
+            tile.setInt(COSName.Y_STEP, side);
+            tile.setItem(COSName.RESOURCES, new COSDictionary());
+            COSDictionary patterns = new COSDictionary();
+            patterns.setItem(COSName.getPDFName("P0"), tile);
+            res.getCOSObject().setItem(COSName.PATTERN, patterns);
+            return "/Pattern cs /P0 scn 0 0 50 50 re f\n";
+        });
+    }
+
+    /** An ExtGState soft mask whose luminosity group's bounding box is {@code side} pt square. */
+    static byte[] hugeSoftMaskGroup(int side) {
+        return page((d, res) -> {
+            PDFormXObject group = new PDFormXObject(stream(d,
+                    "1 g 0 0 50 50 re f".getBytes(StandardCharsets.ISO_8859_1), false));
+            group.setBBox(new PDRectangle(-side / 2f, -side / 2f, side, side));
+            group.setResources(new PDResources());
+            COSDictionary g = new COSDictionary();
+            g.setItem(COSName.TYPE, COSName.GROUP);
+            g.setItem(COSName.S, COSName.TRANSPARENCY);
+            g.setItem(COSName.CS, COSName.DEVICEGRAY);
+            group.getCOSObject().setItem(COSName.GROUP, g);
+            COSDictionary mask = new COSDictionary();
+            mask.setItem(COSName.TYPE, COSName.MASK);
+            mask.setItem(COSName.S, COSName.LUMINOSITY);
+            mask.setItem(COSName.G, group.getCOSObject());
+            COSDictionary gs = new COSDictionary();
+            gs.setItem(COSName.SMASK, mask);
+            COSDictionary states = new COSDictionary();
+            states.setItem(COSName.getPDFName("GS0"), gs);
+            res.getCOSObject().setItem(COSName.EXT_G_STATE, states);
+            return "/GS0 gs 1 0 0 rg 0 0 50 50 re f\n";
+        });
+    }
+
+    /** A Type 3 font whose one glyph draws a 1 × 1 image with a {@code side}² soft mask. */
+    static byte[] maskBombInType3Glyph(int side) {
+        return page((d, res) -> {
+            COSStream glyph = stream(d, "1000 0 d0 q 1000 0 0 1000 0 0 cm /Im Do Q"
+                    .getBytes(StandardCharsets.ISO_8859_1), false);
+            PDResources glyphRes = new PDResources();
+            drawImage(glyphRes, "Im", maskedPixel(d, COSName.SMASK, side));
+            COSDictionary procs = new COSDictionary();
+            procs.setItem(COSName.getPDFName("a"), glyph);
+            COSDictionary encoding = new COSDictionary();
+            COSArray differences = new COSArray();
+            differences.add(COSInteger.get(97));
+            differences.add(COSName.getPDFName("a"));
+            encoding.setItem(COSName.DIFFERENCES, differences);
+            COSDictionary font = new COSDictionary();
+            font.setItem(COSName.TYPE, COSName.FONT);
+            font.setItem(COSName.SUBTYPE, COSName.TYPE3);
+            font.setItem(COSName.FONT_BBOX, new PDRectangle(1000, 1000).getCOSArray());
+            COSArray matrix = new COSArray();
+            for (float v : new float[] {0.001f, 0, 0, 0.001f, 0, 0}) {
+                matrix.add(new org.apache.pdfbox.cos.COSFloat(v));
+            }
+            font.setItem(COSName.FONT_MATRIX, matrix);
+            font.setItem(COSName.CHAR_PROCS, procs);
+            font.setItem(COSName.ENCODING, encoding);
+            font.setInt(COSName.FIRST_CHAR, 97);
+            font.setInt(COSName.LAST_CHAR, 97);
+            COSArray widths = new COSArray();
+            widths.add(COSInteger.get(1000));
+            font.setItem(COSName.WIDTHS, widths);
+            font.setItem(COSName.RESOURCES, glyphRes.getCOSObject());
+            COSDictionary fonts = new COSDictionary();
+            fonts.setItem(COSName.getPDFName("F1"), font);
+            res.getCOSObject().setItem(COSName.FONT, fonts);
+            return "BT /F1 50 Tf 0 0 Td (a) Tj ET\n";
+        });
+    }
+
+    /** A 50 pt page with {@code /UserUnit} {@code unit} (PDFBox's renderer ignores it). */
+    static byte[] userUnit(float unit) {
+        return page((d, res) -> {
+            d.getPage(0).setUserUnit(unit);
+            return "0 0 1 rg 0 0 50 50 re f\n";
+        });
+    }
+
+    /** A {@code side}² grey image with a soft mask of the same size: ordinary. */
+    static byte[] maskedImage(int side) {
+        return page((d, res) -> {
+            COSStream img = greyImage(d, side, side);
+            COSStream mask = greyImage(d, side, side);
+            for (COSStream s : new COSStream[] {img, mask}) {
+                try (OutputStream o = s.createRawOutputStream()) {
+                    o.write(deflate((long) side * side, new byte[0]));
+                }
+            }
+            img.setItem(COSName.SMASK, mask);
+            return drawImage(res, "Im", img);
+        });
+    }
+
     /** A page whose content stream inflates to {@code bytes} bytes (zeros: whitespace to PDFBox). */
     static byte[] contentBomb(long bytes) {
         return page((d, res) -> {
