@@ -47,7 +47,8 @@ import org.apache.pdfbox.pdmodel.PDPage;
  *       all within {@link LimitChecker#maxSourceImagePixels()};</li>
  *   <li>a sampled function ({@code /FunctionType 0}) allocates its whole table of samples from
  *       {@code /Size}; a mesh shading (types 4–7) keeps every triangle it reads, and each patch
- *       is cut into up to 512 triangles: together within {@link LimitChecker#pdfMaxTableBytes()}.</li>
+ *       is cut into up to 512 triangles; an embedded Type 1 font fills a list as long as its
+ *       {@code /Subrs} declares: together within {@link LimitChecker#pdfMaxTableBytes()}.</li>
  * </ul>
  * The walk starts from the page's resources and annotation appearances, so images and functions
  * inside forms, patterns, Type 3 glyphs, soft-mask groups and appearance streams are found too;
@@ -153,6 +154,30 @@ final class PdfPreflight {
             if (meshType >= 4 && meshType <= 7) {
                 checkMesh(d, meshType, decoded);
             }
+            if (d.containsKey(COSName.LENGTH2)) {
+                checkType1Font(s);
+            }
+        }
+    }
+
+    /**
+     * A Type 1 font program (FontFile, the one with {@code /Length2}): fontbox's parser fills a
+     * list with as many slots as {@code /Subrs n array} declares before it reads a single one.
+     */
+    private void checkType1Font(COSStream s) throws RenderException {
+        byte[] program;
+        try (InputStream raw = s.createRawInputStream()) {
+            BoundedStage out = new BoundedStage(limits.pdfMaxDecodedStreamBytes());
+            decode(raw, s, filters(s), out, limits.pdfMaxDecodedStreamBytes());
+            program = out.toByteArray();
+        } catch (IOException | RuntimeException e) {
+            return; // unreadable or past the cap, which the decoded-size check has refused already
+        }
+        String text = Type1Private.decrypt(program);
+        for (int i = text.indexOf("/Subrs"); i >= 0; i = text.indexOf("/Subrs", i + 1)) {
+            long declared = Type1Private.integerAfter(text, i + "/Subrs".length());
+            // A reference per slot, and the list's copy as it grows.
+            addTable(declared * 12, "a PDF font's subroutine table");
         }
     }
 

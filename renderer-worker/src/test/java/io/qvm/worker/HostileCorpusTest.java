@@ -106,7 +106,7 @@ class HostileCorpusTest {
         return "OK";
     }
 
-    private static long count(String text, String line) {
+    static long count(String text, String line) {
         long n = 0;
         for (int i = text.indexOf(line); i >= 0; i = text.indexOf(line, i + 1)) {
             n++;

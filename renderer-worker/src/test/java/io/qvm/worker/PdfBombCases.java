@@ -67,6 +67,11 @@ final class PdfBombCases {
             HostileCase.refused("pdf-mesh-shading", "coons-16mib", pdf(() -> PdfBombs.mesh(6, 16L << 20)), LIMIT),
             HostileCase.renders("pdf-mesh-shading", "ordinary-free-form", pdf(() -> PdfBombs.mesh(4, 1200)), PAGE_PX,
                     PAGE_PX),
+            // Fonts: fontbox's Type 1 parser makes room for every subroutine /Subrs declares.
+            HostileCase.refused("pdf-font-program", "type1-subrs-400m", pdf(() -> PdfBombs.type1Subrs(400_000_000)),
+                    LIMIT),
+            HostileCase.renders("pdf-font-program", "ordinary-type1-subrs-100", pdf(() -> PdfBombs.type1Subrs(100)),
+                    PAGE_PX, PAGE_PX),
             // Held by PDFBox: a tile's raster is clipped to 3000 x 3000 (TilingPaint's MAXEDGE).
             HostileCase.renders("pdf-tiling-pattern", "tile-100000pt", pdf(() -> PdfBombs.hugeTile(100_000)), PAGE_PX,
                     PAGE_PX),

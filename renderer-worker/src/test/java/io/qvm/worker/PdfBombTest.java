@@ -79,12 +79,7 @@ class PdfBombTest {
     }
 
     private static long recovered(ChildWorker w) {
-        String err = w.stderr();
-        long n = 0;
-        for (int i = err.indexOf(MemoryGuard.RECOVERED_LINE); i >= 0; i = err.indexOf(MemoryGuard.RECOVERED_LINE, i + 1)) {
-            n++;
-        }
-        return n;
+        return HostileCorpusTest.count(w.stderr(), MemoryGuard.RECOVERED_LINE);
     }
 
     /** A page holding one {@code w} × {@code h} RGB JPEG, as a scanner writes it. */

@@ -10,6 +10,7 @@ import java.util.zip.Deflater;
 import java.util.zip.DeflaterOutputStream;
 import javax.imageio.ImageIO;
 import org.apache.pdfbox.cos.COSArray;
+import org.apache.pdfbox.cos.COSBase;
 import org.apache.pdfbox.cos.COSDictionary;
 import org.apache.pdfbox.cos.COSInteger;
 import org.apache.pdfbox.cos.COSName;
@@ -67,6 +68,16 @@ final class PdfBombs {
         return s;
     }
 
+    /** A Flate stream that inflates to {@code bytes} zero bytes. */
+    static COSStream zeros(PDDocument d, long bytes) throws IOException {
+        COSStream s = d.getDocument().createCOSStream();
+        try (OutputStream o = s.createRawOutputStream()) {
+            o.write(deflate(bytes, new byte[0]));
+        }
+        s.setItem(COSName.FILTER, COSName.FLATE_DECODE);
+        return s;
+    }
+
     /** Flate data that inflates to {@code size} bytes: {@code head}, then zeros. */
     static byte[] deflate(long size, byte[] head) {
         ByteArrayOutputStream z = new ByteArrayOutputStream();
@@ -96,12 +107,7 @@ final class PdfBombs {
 
     /** Draws image {@code name} over the page. */
     static String drawImage(PDResources res, String name, COSStream image) {
-        COSDictionary xobjects = res.getCOSObject().getCOSDictionary(COSName.XOBJECT);
-        if (xobjects == null) {
-            xobjects = new COSDictionary();
-            res.getCOSObject().setItem(COSName.XOBJECT, xobjects);
-        }
-        xobjects.setItem(COSName.getPDFName(name), image);
+        addResource(res, COSName.XOBJECT, name, image);
         return "q 50 0 0 50 0 0 cm /" + name + " Do Q\n";
     }
 
@@ -127,8 +133,7 @@ final class PdfBombs {
         return page((d, res) -> {
             PDFormXObject form = new PDFormXObject(stream(d, new byte[0], false));
             fillWithMaskBomb(d, form, side);
-            res.getCOSObject().setItem(COSName.XOBJECT, new COSDictionary());
-            res.getCOSObject().getCOSDictionary(COSName.XOBJECT).setItem(COSName.getPDFName("Fm"), form);
+            addResource(res, COSName.XOBJECT, "Fm", form.getCOSObject());
             return "/Fm Do\n";
         });
     }
@@ -277,42 +282,48 @@ final class PdfBombs {
             COSDictionary sh = new COSDictionary();
             sh.setInt(COSName.SHADING_TYPE, 2);
             sh.setItem(COSName.COLORSPACE, COSName.DEVICERGB);
-            COSArray coords = new COSArray();
-            for (int c : new int[] {0, 0, 50, 0}) {
-                coords.add(COSInteger.get(c));
-            }
-            sh.setItem(COSName.COORDS, coords);
+            sh.setItem(COSName.COORDS, ints(0, 0, 50, 0));
             sh.setItem(COSName.FUNCTION, f);
-            COSDictionary shadings = new COSDictionary();
-            shadings.setItem(COSName.getPDFName("Sh"), sh);
-            res.getCOSObject().setItem(COSName.SHADING, shadings);
-            return "/Sh sh\n";
+            return paintShading(res, sh);
         });
     }
 
     /** A free-form (type 4) or Coons (type 6) mesh whose data decodes to {@code bytes} zero bytes. */
     static byte[] mesh(int type, long bytes) {
         return page((d, res) -> {
-            COSStream sh = d.getDocument().createCOSStream();
-            try (OutputStream o = sh.createRawOutputStream()) {
-                o.write(deflate(bytes, new byte[0]));
-            }
-            sh.setItem(COSName.FILTER, COSName.FLATE_DECODE);
+            COSStream sh = zeros(d, bytes);
             sh.setInt(COSName.SHADING_TYPE, type);
             sh.setItem(COSName.COLORSPACE, COSName.DEVICEGRAY);
             sh.setInt(COSName.BITS_PER_COORDINATE, 8);
             sh.setInt(COSName.BITS_PER_COMPONENT, 8);
             sh.setInt(COSName.BITS_PER_FLAG, 8);
-            COSArray decode = new COSArray();
-            for (int v : new int[] {0, 50, 0, 50, 0, 1}) {
-                decode.add(COSInteger.get(v));
-            }
-            sh.setItem(COSName.DECODE, decode);
-            COSDictionary shadings = new COSDictionary();
-            shadings.setItem(COSName.getPDFName("Sh"), sh);
-            res.getCOSObject().setItem(COSName.SHADING, shadings);
-            return "/Sh sh\n";
+            sh.setItem(COSName.DECODE, ints(0, 50, 0, 50, 0, 1));
+            return paintShading(res, sh);
         });
+    }
+
+    /** Names {@code shading} /Sh in the resources and paints it with {@code sh}. */
+    private static String paintShading(PDResources res, COSDictionary shading) {
+        addResource(res, COSName.SHADING, "Sh", shading);
+        return "/Sh sh\n";
+    }
+
+    /** Puts {@code value} into the resources' {@code category} dictionary as {@code name}. */
+    private static void addResource(PDResources res, COSName category, String name, COSBase value) {
+        COSDictionary entries = res.getCOSObject().getCOSDictionary(category);
+        if (entries == null) {
+            entries = new COSDictionary();
+            res.getCOSObject().setItem(category, entries);
+        }
+        entries.setItem(COSName.getPDFName(name), value);
+    }
+
+    private static COSArray ints(int... values) {
+        COSArray a = new COSArray();
+        for (int v : values) {
+            a.add(COSInteger.get(v));
+        }
+        return a;
     }
 
     /** A 1 × 1 grey image whose Flate data inflates to {@code bytes} bytes, as a stream or inline. */
@@ -334,11 +345,7 @@ final class PdfBombs {
     /** A form XObject whose content stream inflates to {@code bytes} bytes. */
     static byte[] formContentBomb(long bytes) {
         return page((d, res) -> {
-            COSStream content = d.getDocument().createCOSStream();
-            try (OutputStream o = content.createRawOutputStream()) {
-                o.write(deflate(bytes, new byte[0]));
-            }
-            content.setItem(COSName.FILTER, COSName.FLATE_DECODE);
+            COSStream content = zeros(d, bytes);
             PDFormXObject form = new PDFormXObject(content);
             form.setBBox(new PDRectangle(50, 50));
             form.setResources(new PDResources());
@@ -361,9 +368,7 @@ final class PdfBombs {
             tile.setInt(COSName.X_STEP, side);
             tile.setInt(COSName.Y_STEP, side);
             tile.setItem(COSName.RESOURCES, new COSDictionary());
-            COSDictionary patterns = new COSDictionary();
-            patterns.setItem(COSName.getPDFName("P0"), tile);
-            res.getCOSObject().setItem(COSName.PATTERN, patterns);
+            addResource(res, COSName.PATTERN, "P0", tile);
             return "/Pattern cs /P0 scn 0 0 50 50 re f\n";
         });
     }
@@ -386,9 +391,7 @@ final class PdfBombs {
             mask.setItem(COSName.G, group.getCOSObject());
             COSDictionary gs = new COSDictionary();
             gs.setItem(COSName.SMASK, mask);
-            COSDictionary states = new COSDictionary();
-            states.setItem(COSName.getPDFName("GS0"), gs);
-            res.getCOSObject().setItem(COSName.EXT_G_STATE, states);
+            addResource(res, COSName.EXT_G_STATE, "GS0", gs);
             return "/GS0 gs 1 0 0 rg 0 0 50 50 re f\n";
         });
     }
@@ -424,11 +427,55 @@ final class PdfBombs {
             widths.add(COSInteger.get(1000));
             font.setItem(COSName.WIDTHS, widths);
             font.setItem(COSName.RESOURCES, glyphRes.getCOSObject());
-            COSDictionary fonts = new COSDictionary();
-            fonts.setItem(COSName.getPDFName("F1"), font);
-            res.getCOSObject().setItem(COSName.FONT, fonts);
+            addResource(res, COSName.FONT, "F1", font);
             return "BT /F1 50 Tf 0 0 Td (a) Tj ET\n";
         });
+    }
+
+    /**
+     * An embedded Type 1 font whose private dictionary declares {@code subrs} subroutines (and
+     * holds none): fontbox's Type1Parser fills a list of that many slots before reading them.
+     */
+    static byte[] type1Subrs(int subrs) {
+        byte[] clear = ("%!PS-AdobeFont-1.0: Bomb\n4 dict begin\n/FontName /Bomb def\n/FontType 1 def\n"
+                + "/FontMatrix [0.001 0 0 0.001 0 0] readonly def\n/Encoding StandardEncoding def\n"
+                + "currentdict end\ncurrentfile eexec\n").getBytes(StandardCharsets.ISO_8859_1);
+        byte[] secret = eexec(("0000 dup /Private 8 dict dup begin\n/Subrs " + subrs + " array\n")
+                .getBytes(StandardCharsets.ISO_8859_1));
+        return page((d, res) -> {
+            byte[] program = new byte[clear.length + secret.length];
+            System.arraycopy(clear, 0, program, 0, clear.length);
+            System.arraycopy(secret, 0, program, clear.length, secret.length);
+            COSStream file = stream(d, program, true);
+            file.setInt(COSName.LENGTH1, clear.length);
+            file.setInt(COSName.LENGTH2, secret.length);
+            file.setInt(COSName.LENGTH3, 0);
+            COSDictionary descriptor = new COSDictionary();
+            descriptor.setItem(COSName.TYPE, COSName.FONT_DESC);
+            descriptor.setItem(COSName.FONT_NAME, COSName.getPDFName("Bomb"));
+            descriptor.setInt(COSName.FLAGS, 32);
+            descriptor.setItem(COSName.FONT_BBOX, new PDRectangle(1000, 1000).getCOSArray());
+            descriptor.setItem(COSName.FONT_FILE, file);
+            COSDictionary font = new COSDictionary();
+            font.setItem(COSName.TYPE, COSName.FONT);
+            font.setItem(COSName.SUBTYPE, COSName.TYPE1);
+            font.setItem(COSName.BASE_FONT, COSName.getPDFName("Bomb"));
+            font.setItem(COSName.FONT_DESC, descriptor);
+            addResource(res, COSName.FONT, "F1", font);
+            return "BT /F1 50 Tf 0 0 Td (a) Tj ET\n";
+        });
+    }
+
+    /** Type 1 eexec encryption (key 55665), the cipher of a font program's private part. */
+    private static byte[] eexec(byte[] plain) {
+        byte[] out = new byte[plain.length];
+        int r = 55665;
+        for (int i = 0; i < plain.length; i++) {
+            int c = (plain[i] & 0xFF) ^ (r >> 8);
+            out[i] = (byte) c;
+            r = ((c + r) * 52845 + 22719) & 0xFFFF;
+        }
+        return out;
     }
 
     /** A 50 pt page with {@code /UserUnit} {@code unit} (PDFBox's renderer ignores it). */
@@ -457,11 +504,7 @@ final class PdfBombs {
     /** A page whose content stream inflates to {@code bytes} bytes (zeros: whitespace to PDFBox). */
     static byte[] contentBomb(long bytes) {
         return page((d, res) -> {
-            COSStream s = d.getDocument().createCOSStream();
-            try (OutputStream o = s.createRawOutputStream()) {
-                o.write(deflate(bytes, new byte[0]));
-            }
-            s.setItem(COSName.FILTER, COSName.FLATE_DECODE);
+            COSStream s = zeros(d, bytes);
             d.getPage(0).getCOSObject().setItem(COSName.CONTENTS, s);
             return null;
         });
