@@ -12,6 +12,7 @@ import org.apache.pdfbox.Loader;
 import org.apache.pdfbox.contentstream.operator.Operator;
 import org.apache.pdfbox.cos.COSBase;
 import org.apache.pdfbox.io.MemoryUsageSetting;
+import org.apache.pdfbox.io.RandomAccessRead;
 import org.apache.pdfbox.pdmodel.PDDocument;
 import org.apache.pdfbox.pdmodel.PDPage;
 import org.apache.pdfbox.pdmodel.common.PDRectangle;
@@ -33,8 +34,8 @@ import org.apache.pdfbox.rendering.RenderDestination;
  *       the document: BAD_REQUEST;</li>
  *   <li>the output size is the page's crop box (rotated) × dpi / 72, checked before the raster
  *       exists;</li>
- *   <li>the watchdog's cancellation is checked before every content-stream operator, so a slow
- *       page stops at once;</li>
+ *   <li>the watchdog's cancellation is checked before every content-stream operator and on every
+ *       read of the page's content ({@link CancellableRead}), so a slow page stops at once;</li>
  *   <li>an image whose declared size is above {@link LimitChecker#maxSourceImagePixels()} is
  *       refused (LIMIT_EXCEEDED) before PDFBox decodes it, and so is every other cost PDFBox would
  *       size from the page's declarations: masks, codec headers, decoded streams, sampled
@@ -150,6 +151,16 @@ final class PdfRenderer {
         @Override
         protected PageDrawer createPageDrawer(PageDrawerParameters parameters) throws IOException {
             return new PageDrawer(parameters) {
+                @Override
+                public void processPage(PDPage page) throws IOException {
+                    super.processPage(new PDPage(page.getCOSObject()) {
+                        @Override
+                        public RandomAccessRead getContentsForStreamParsing() throws IOException {
+                            return new CancellableRead(super.getContentsForStreamParsing(), cancel);
+                        }
+                    });
+                }
+
                 @Override
                 protected void processOperator(Operator operator, List<COSBase> operands) throws IOException {
                     cancel.checkUnchecked();

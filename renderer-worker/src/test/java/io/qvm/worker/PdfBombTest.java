@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.Limits;
 import io.qvm.protocol.Messages;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
@@ -56,6 +57,22 @@ class PdfBombTest {
     @Test
     void anOrdinaryScannedPageStillRenders() throws Exception {
         assertEquals("OK 67x67", outcome(worker(), RenderRequest.pdf(scan(5000, 7000))), worker().stderr());
+    }
+
+    /**
+     * A page whose content inflates to 1 GiB of whitespace: no operator for seconds, so only the
+     * reads of the content can notice the deadline. Before {@link CancellableRead} the render
+     * could not be stopped and the worker exited with status 4.
+     */
+    @Test
+    void aPageContentPastTheDeadlineTimesOutAndTheWorkerLives() throws Exception {
+        Limits quick = new Limits(8 << 20, 8 << 20, 4_000_000, 4000, 20, 1000);
+        try (ChildWorker w = ChildWorker.start("-Xmx" + HostileCorpusTest.GUEST_HEAP_MIB + "m", "-XX:+UseSerialGC",
+                "-Dqvm.warmup=false")) {
+            w.handshake(quick);
+            assertEquals("TIMEOUT", outcome(w, RenderRequest.pdf(PdfBombs.contentBomb(1L << 30))));
+            assertEquals("OK 133x133", outcome(w, RenderRequest.pdf(Pdfs.numbered(1))), w.stderr());
+        }
     }
 
     @AfterAll
