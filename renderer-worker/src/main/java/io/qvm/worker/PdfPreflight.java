@@ -39,7 +39,7 @@ import org.apache.pdfbox.pdmodel.PDPage;
  *       into a counter that holds nothing, and capped
  *       ({@link LimitChecker#pdfMaxDecodedStreamBytes()}, or what an image's size needs). The
  *       page's content is parsed as it is decoded, so only its time counts, which the watchdog
- *       bounds (measured: 600 MiB of it render in about a second);</li>
+ *       bounds ({@link CancellableRead}; measured: 600 MiB of it render in about two seconds);</li>
  *   <li>an image is read at the largest of its own, its {@code /SMask}'s and its {@code /Mask}'s
  *       sizes (the smaller is scaled up), at four bytes a pixel or its own sample size if more;
  *       a CCITT stream at its {@code /Columns} × {@code /Rows}; an inline DCT image at the size
