@@ -99,6 +99,9 @@ final class SvgCost {
         if (node instanceof ShapeNode shape) {
             checkPainter(shape.getShapePainter(), at);
         }
+        if (node instanceof org.apache.batik.bridge.TextNode text) {
+            checkText(text);
+        }
         if (node instanceof CompositeGraphicsNode group) {
             for (Object child : group.getChildren()) {
                 visit((GraphicsNode) child, base);
@@ -122,11 +125,7 @@ final class SvgCost {
                 checkPainter(composite.getShapePainter(i), at);
             }
         } else if (painter instanceof StrokeShapePainter stroke) {
-            dashes += dashes(stroke.getStroke(), stroke.getShape());
-            if (dashes > MAX_DASHES) {
-                throw new RenderException(ErrorCode.LIMIT_EXCEEDED, "the document's dashed strokes have more than "
-                        + MAX_DASHES + " dashes");
-            }
+            addDashes(dashes(stroke.getStroke(), stroke.getShape()));
         } else if (painter instanceof MarkerShapePainter markers) {
             Marker[] all = {markers.getStartMarker(), markers.getMiddleMarker(), markers.getEndMarker()};
             for (Marker m : all) {
@@ -134,6 +133,44 @@ final class SvgCost {
                     visitDetached(m.getMarkerNode(), at);
                 }
             }
+        }
+    }
+
+    /**
+     * Dashed text: each character run's stroke (its {@code TextPaintInfo}) dashes the glyph
+     * outlines, so the densest dashed stroke of the node counts over the whole text's outline.
+     */
+    private void checkText(org.apache.batik.bridge.TextNode text) throws RenderException {
+        java.text.AttributedCharacterIterator aci = text.getAttributedCharacterIterator();
+        if (aci == null) {
+            return;
+        }
+        java.awt.Stroke densest = null;
+        double density = 0;
+        for (char ch = aci.first(); ch != java.text.CharacterIterator.DONE; ch = aci.setIndex(aci.getRunLimit())) {
+            Object info = aci.getAttribute(org.apache.batik.bridge.TextNode.PAINT_INFO);
+            if (info instanceof org.apache.batik.gvt.text.TextPaintInfo tpi && tpi.strokeStroke instanceof BasicStroke b
+                    && b.getDashArray() != null) {
+                double d = dashes(b, new java.awt.geom.Line2D.Double(0, 0, 1, 0));
+                if (d > density) {
+                    density = d;
+                    densest = b;
+                }
+            }
+            if (aci.getRunLimit() >= aci.getEndIndex()) {
+                break;
+            }
+        }
+        if (densest != null) {
+            addDashes(dashes(densest, text.getOutline()));
+        }
+    }
+
+    private void addDashes(double more) throws RenderException {
+        dashes += more;
+        if (dashes > MAX_DASHES) {
+            throw new RenderException(ErrorCode.LIMIT_EXCEEDED, "the document's dashed strokes have more than "
+                    + MAX_DASHES + " dashes");
         }
     }
 

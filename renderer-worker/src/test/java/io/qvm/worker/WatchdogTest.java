@@ -83,4 +83,20 @@ class WatchdogTest {
     private static Rendered recurse(int n) {
         return n < 0 ? null : recurse(n + 1);
     }
+
+    @Test
+    void anOutOfMemoryErrorInARenderIsAnsweredLimitExceededAndTheWatchdogServesOn() throws Exception {
+        RenderWatchdog w = new RenderWatchdog();
+        long before = MemoryGuard.caught();
+        // A real allocation the JVM refuses at once (above its array size limit): the render
+        // thread ends with OutOfMemoryError, the heap is untouched, so the guard answers.
+        RenderException e = assertThrows(RenderException.class, () -> w.run(c -> {
+            long[] huge = new long[Integer.MAX_VALUE - 2];
+            return new Rendered(new byte[huge.length > 0 ? 1 : 0], 1, 1);
+        }, 60_000));
+        assertEquals(ErrorCode.LIMIT_EXCEEDED, e.code());
+        assertEquals(before + 1, MemoryGuard.caught());
+        assertTrue(w.healthy());
+        assertEquals(3, w.run(c -> new Rendered(new byte[3], 1, 1), 60_000).png().length, "the next render runs");
+    }
 }
