@@ -32,6 +32,13 @@ class HostileCorpusTest {
      */
     static final int GUEST_HEAP_MIB = 1024 - 384 - 64;
 
+    /**
+     * The limits a guest worker gets in HELLO with SandboxConfig's defaults (as its console
+     * prints them), so that host and guest judge every case alike.
+     */
+    static final io.qvm.protocol.Limits GUEST_LIMITS = new io.qvm.protocol.Limits(32 << 20, 64 << 20, 50_000_000,
+            16_384, 1000, 120_000);
+
     @Test
     void everyCaseGetsItsOutcomeAndTheWorkerSurvives() throws Exception {
         List<HostileCase> cases = HostileCorpus.all();
@@ -89,7 +96,7 @@ class HostileCorpusTest {
 
     private static ChildWorker start() throws java.io.IOException {
         ChildWorker w = ChildWorker.start("-Xmx" + GUEST_HEAP_MIB + "m", "-XX:+UseSerialGC");
-        w.handshake(ChildWorker.LIMITS);
+        w.handshake(GUEST_LIMITS);
         return w;
     }
 

@@ -35,8 +35,9 @@ final class SafeSvgCases {
                     LimitChecker.MAX_SVG_DEPTH - 2)), 20, 20),
             HostileCase.refused("svg-data-svg-image", "depth-along-the-chain", svg(() -> EmbeddedSvgs.deepEmbedded(1,
                     LimitChecker.MAX_SVG_DEPTH - 1)), "LIMIT_EXCEEDED"),
+            // 20 × 1 M characters: past the tree's cap (16 MiB) whatever maxRequestBytes is.
             HostileCase.refused("svg-data-svg-image", "entities-across-the-tree",
-                    svg(() -> EmbeddedSvgs.entityExpandingImages(6, 1_000_000)), "LIMIT_EXCEEDED"),
+                    svg(() -> EmbeddedSvgs.entityExpandingImages(20, 1_000_000)), "LIMIT_EXCEEDED"),
             HostileCase.renders("svg-data-svg-image", "entities-inside", svg(() -> EmbeddedSvgs.entityExpandingImages(2,
                     1_000_000)), 20, 20),
             HostileCase.refused("svg-data-svg-image", "links-out", HostileCase.svgFile("hostile/data-svg-image.svg"),
