@@ -34,7 +34,16 @@ final class EmbeddedImageProbe {
      * own decoder then reports a broken image).
      */
     static long declaredPixels(ParsedURL url) {
-        try (InputStream in = url.openStream(); ImageInputStream iis = ImageIO.createImageInputStream(in)) {
+        try (InputStream in = url.openStream()) {
+            return declaredPixels(in);
+        } catch (IOException | RuntimeException e) {
+            return 0;
+        }
+    }
+
+    /** The pixels the raster image in {@code in} declares, or 0 as {@link #declaredPixels(ParsedURL)}. */
+    static long declaredPixels(InputStream in) {
+        try (ImageInputStream iis = ImageIO.createImageInputStream(in)) {
             if (iis == null) {
                 return 0;
             }

@@ -33,13 +33,8 @@ public final class FatalErrors {
 
     /** Halts on an {@link OutOfMemoryError} anywhere in {@code t}'s cause chain; returns otherwise. */
     public static void haltIfOutOfMemory(Throwable t) {
-        for (Throwable c = t; c != null; c = c.getCause()) {
-            if (c instanceof OutOfMemoryError) {
-                outOfMemory();
-            }
-            if (c.getCause() == c) {
-                break;
-            }
+        if (MemoryGuard.outOfMemory(t) != null) {
+            outOfMemory();
         }
     }
 }

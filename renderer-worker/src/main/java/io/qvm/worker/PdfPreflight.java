@@ -11,13 +11,10 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Deque;
 import java.util.IdentityHashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import javax.imageio.ImageIO;
-import javax.imageio.ImageReader;
-import javax.imageio.stream.ImageInputStream;
 import org.apache.pdfbox.cos.COSArray;
 import org.apache.pdfbox.cos.COSBase;
 import org.apache.pdfbox.cos.COSDictionary;
@@ -287,26 +284,10 @@ final class PdfPreflight {
         // JPX and JBIG2 need ImageIO plugins that the worker does not ship: PDFBox skips such images.
     }
 
+    /** An unreadable header declares nothing: PDFBox reports the image as broken and goes on. */
     private static void probeJpeg(byte[] jpeg, long maxPixels) {
-        try (ImageInputStream iis = ImageIO.createImageInputStream(new ByteArrayInputStream(jpeg))) {
-            Iterator<ImageReader> readers = ImageIO.getImageReadersByFormatName("jpeg");
-            if (iis == null || !readers.hasNext()) {
-                return;
-            }
-            ImageReader reader = readers.next();
-            try {
-                reader.setInput(iis, true, true);
-                if ((long) reader.getWidth(0) * reader.getHeight(0) > maxPixels) {
-                    throw new EmbeddedImageProbe.ImageTooLarge();
-                }
-            } finally {
-                reader.dispose();
-            }
-        } catch (IOException | RuntimeException e) {
-            if (e instanceof EmbeddedImageProbe.ImageTooLarge t) {
-                throw t;
-            }
-            // An unreadable header: PDFBox reports the image as broken and goes on.
+        if (EmbeddedImageProbe.declaredPixels(new ByteArrayInputStream(jpeg)) > maxPixels) {
+            throw new EmbeddedImageProbe.ImageTooLarge();
         }
     }
 

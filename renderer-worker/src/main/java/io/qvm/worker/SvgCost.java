@@ -145,13 +145,13 @@ final class SvgCost {
         if (aci == null) {
             return;
         }
-        java.awt.Stroke densest = null;
+        BasicStroke densest = null;
         double density = 0;
         for (char ch = aci.first(); ch != java.text.CharacterIterator.DONE; ch = aci.setIndex(aci.getRunLimit())) {
             Object info = aci.getAttribute(org.apache.batik.bridge.TextNode.PAINT_INFO);
             if (info instanceof org.apache.batik.gvt.text.TextPaintInfo tpi && tpi.strokeStroke instanceof BasicStroke b
                     && b.getDashArray() != null) {
-                double d = dashes(b, new java.awt.geom.Line2D.Double(0, 0, 1, 0));
+                double d = dashesPerUnit(b);
                 if (d > density) {
                     density = d;
                     densest = b;
@@ -179,19 +179,22 @@ final class SvgCost {
         if (!(stroke instanceof BasicStroke basic) || basic.getDashArray() == null || shape == null) {
             return 0;
         }
-        float[] dash = basic.getDashArray();
-        double period = 0;
-        for (float d : dash) {
-            period += Math.abs(d);
-        }
         double length = length(shape);
         if (length == 0) {
             return 0;
         }
-        if (!(period > 0) || !Double.isFinite(length)) {
-            return Double.POSITIVE_INFINITY;
+        double perUnit = dashesPerUnit(basic);
+        return Double.isFinite(length) ? length * perUnit : Double.POSITIVE_INFINITY;
+    }
+
+    /** Dashes a dashed stroke makes per unit of length: its entries over its period (infinite for a 0 period). */
+    private static double dashesPerUnit(BasicStroke dashed) {
+        float[] dash = dashed.getDashArray();
+        double period = 0;
+        for (float d : dash) {
+            period += Math.abs(d);
         }
-        return length / period * dash.length;
+        return period > 0 ? dash.length / period : Double.POSITIVE_INFINITY;
     }
 
     /** The length of {@code shape}'s outline, curves flattened to a thousandth of its size. */
