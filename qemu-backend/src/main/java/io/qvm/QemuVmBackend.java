@@ -300,11 +300,12 @@ public final class QemuVmBackend implements SandboxBackend {
     }
 
     private Plan plan(SandboxConfig config, TemplateMode mode) {
-        HostInfo h = host();
+        VmStart.Target target = target(config);
+        HostInfo h = target.host();
         Arch guest = h.arch();
-        QemuInstallation qemuInstall = h.requireQemu(guest);
-        GuestImage image = image(guest);
-        AcceleratorChoice accel = choose(config, h, image);
+        QemuInstallation qemuInstall = target.qemu();
+        GuestImage image = target.image();
+        AcceleratorChoice accel = target.accel();
         GuestTransport transport = new GuestTransport.Serial(Path.of("/qvm-template/run/worker.sock"));
         QemuCommandInput input = QemuCommandInput.builder().host(h.os(), h.arch()).guestArch(guest)
                 .accelerator(accel.accelerator()).qemu(qemuInstall.binary(), qemuInstall.version()).config(config)
@@ -314,7 +315,7 @@ public final class QemuVmBackend implements SandboxBackend {
         MachineProfile profile = MachineProfile.select(h.os(), h.arch(), guest, accel.accelerator(),
                 qemuInstall.version(), true);
         TemplateKey key = TemplateKey.of(input, mode, image, qemuInstall);
-        return new Plan(key, mode, input, new VmStart.Target(h, qemuInstall, image, accel), profile);
+        return new Plan(key, mode, input, target, profile);
     }
 
     /** The template's key for {@code config} on this host (what {@code qvm template ls} shows). */

@@ -9,9 +9,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.HexFormat;
 import java.util.Map;
 import java.util.Properties;
 
@@ -104,16 +101,8 @@ final class FakeQemuHost {
                 + " \"kernel\": {\"version\": \"6.1.0-fake\"}}\n");
         StringBuilder sums = new StringBuilder();
         for (String f : new String[] {"vmlinuz", "initramfs.cpio.gz", "manifest.json"}) {
-            sums.append(sha256(dir.resolve(f))).append("  ").append(f).append('\n');
+            sums.append(io.qvm.protocol.util.Sha256.of(dir.resolve(f))).append("  ").append(f).append('\n');
         }
         Files.writeString(dir.resolve("SHA256SUMS"), sums, StandardCharsets.UTF_8);
-    }
-
-    private static String sha256(Path p) throws IOException {
-        try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(p)));
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
-        }
     }
 }
