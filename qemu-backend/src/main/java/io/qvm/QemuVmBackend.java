@@ -12,7 +12,6 @@ import io.qvm.backend.process.ReapReport;
 import io.qvm.backend.process.SocketPaths;
 import io.qvm.backend.process.StaleSandboxReaper;
 import io.qvm.backend.process.StateDirectory;
-import io.qvm.backend.qemu.GuestTransport;
 import io.qvm.backend.qemu.MachineProfile;
 import io.qvm.backend.qemu.QemuCommandInput;
 import io.qvm.backend.qemu.VmRole;
@@ -306,12 +305,9 @@ public final class QemuVmBackend implements SandboxBackend {
         QemuInstallation qemuInstall = target.qemu();
         GuestImage image = target.image();
         AcceleratorChoice accel = target.accel();
-        GuestTransport transport = new GuestTransport.Serial(Path.of("/qvm-template/run/worker.sock"));
-        QemuCommandInput input = QemuCommandInput.builder().host(h.os(), h.arch()).guestArch(guest)
-                .accelerator(accel.accelerator()).qemu(qemuInstall.binary(), qemuInstall.version()).config(config)
-                .image(image.kernel(), image.initrd()).qmpSocket(Path.of("/qvm-template/run/qmp.sock"))
-                .consoleLog(Path.of("/qvm-template/run/console.log")).pidFile(Path.of("/qvm-template/run/qemu.pid"))
-                .controlSocket(Path.of("/qvm-template/run/control.sock")).transport(transport).build();
+        QemuCommandInput input = TemplateKey.placeholders(QemuCommandInput.builder().host(h.os(), h.arch())
+                .guestArch(guest).accelerator(accel.accelerator()).qemu(qemuInstall.binary(), qemuInstall.version())
+                .config(config), mode, image).build();
         MachineProfile profile = MachineProfile.select(h.os(), h.arch(), guest, accel.accelerator(),
                 qemuInstall.version(), true);
         TemplateKey key = TemplateKey.of(input, mode, image, qemuInstall);

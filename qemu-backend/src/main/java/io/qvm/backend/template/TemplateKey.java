@@ -75,18 +75,26 @@ public record TemplateKey(SortedMap<String, String> inputs) {
     static QemuCommandInput canonical(QemuCommandInput input, TemplateMode mode, GuestImage image) {
         QemuCommandInput.Builder b = QemuCommandInput.builder().host(input.hostOs(), input.hostArch())
                 .guestArch(input.guestArch()).accelerator(input.accelerator())
-                .qemu(input.qemuBinary(), input.qemuVersion()).config(input.config())
-                .image(Path.of("/qvm-image/" + image.kernel().getFileName()),
-                        Path.of("/qvm-image/" + image.initrd().getFileName()))
-                .qmpSocket(P_DIR.resolve("qmp.sock")).consoleLog(P_DIR.resolve("console.log"))
-                .pidFile(P_DIR.resolve("qemu.pid")).controlSocket(P_DIR.resolve("control.sock"))
-                .role(new VmRole.Template(mode == TemplateMode.SHARED_RAM ? Optional.of(P_RAM) : Optional.empty()));
-        if (input.transport() instanceof io.qvm.backend.qemu.GuestTransport.Serial) {
-            b.transport(new io.qvm.backend.qemu.GuestTransport.Serial(P_DIR.resolve("worker.sock")));
-        } else {
+                .qemu(input.qemuBinary(), input.qemuVersion()).config(input.config());
+        placeholders(b, mode, image);
+        if (!(input.transport() instanceof io.qvm.backend.qemu.GuestTransport.Serial)) {
             b.transport(input.transport());
         }
         return b.build();
+    }
+
+    /**
+     * Sets every per-run path of {@code b} (image files, sockets, console, pid file, RAM file) to
+     * the fixed placeholder a template's key is computed over, the worker on virtio-serial.
+     */
+    public static QemuCommandInput.Builder placeholders(QemuCommandInput.Builder b, TemplateMode mode,
+            GuestImage image) {
+        return b.image(Path.of("/qvm-image/" + image.kernel().getFileName()),
+                        Path.of("/qvm-image/" + image.initrd().getFileName()))
+                .qmpSocket(P_DIR.resolve("qmp.sock")).consoleLog(P_DIR.resolve("console.log"))
+                .pidFile(P_DIR.resolve("qemu.pid")).controlSocket(P_DIR.resolve("control.sock"))
+                .transport(new io.qvm.backend.qemu.GuestTransport.Serial(P_DIR.resolve("worker.sock")))
+                .role(new VmRole.Template(mode == TemplateMode.SHARED_RAM ? Optional.of(P_RAM) : Optional.empty()));
     }
 
     private static Map<String, String> fingerprint(Path binary) {
