@@ -72,15 +72,19 @@ final class EmbeddedSvgs {
         return utf8(embedding(dataUrl(out.toByteArray())));
     }
 
-    /** {@code images} <image> elements that each embed a document of {@code elements} elements. */
-    static byte[] manyEmbeddedElements(int images, int elements) {
-        String inner = "<svg xmlns='http://www.w3.org/2000/svg' width='20' height='20'>" + "<g/>".repeat(elements - 1)
+    /**
+     * An embedded SVG of {@code inner} elements, first in a document whose own {@code <use>}
+     * fan-out (kept in {@code <defs>}, so never built) counts 199 400 elements: the tree's one
+     * budget is spent by the outer document and the image together, and the image is refused when
+     * it is loaded, before anything large is built.
+     */
+    static byte[] embeddedAfterUseFanOut(int inner) {
+        String img = "<svg xmlns='http://www.w3.org/2000/svg' width='20' height='20'>" + "<g/>".repeat(inner - 1)
                 + "</svg>";
-        String href = dataUrl(utf8(inner));
         StringBuilder sb = new StringBuilder("<svg " + SVG_NS + " width='20' height='20'>");
-        for (int i = 0; i < images; i++) {
-            sb.append("<image width='20' height='20' xlink:href='").append(href).append("'/>");
-        }
+        sb.append("<image width='20' height='20' xlink:href='").append(dataUrl(utf8(img))).append("'/>");
+        sb.append("<defs><g id='a'>").append("<rect/>".repeat(1000)).append("</g>");
+        sb.append("<use xlink:href='#a'/>".repeat(198)).append("</defs>");
         return utf8(sb.append("</svg>").toString());
     }
 
