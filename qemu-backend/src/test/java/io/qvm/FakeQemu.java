@@ -2,8 +2,8 @@ package io.qvm;
 
 import static org.awaitility.Awaitility.await;
 
-import io.qvm.protocol.image.ConsoleMarkers;
-import io.qvm.protocol.image.ConsoleMarkers.Phase;
+import io.qvm.protocol.image.InitEvents;
+import io.qvm.protocol.image.InitEvents.Phase;
 import io.qvm.protocol.image.ControlProtocol;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -43,7 +43,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <ul>
  * <li>{@code -pidfile}: its own pid;
- * <li>{@code -chardev file,…,path=}: the guest console, with the init's phase markers;
+ * <li>{@code -chardev file,id=con}: the guest console (kernel lines, the init's events echoed, and
+ *     what the scenario's worker prints there);
+ * <li>{@code -chardev file,id=qvme}: the init's events port ({@code InitEvents});
  * <li>{@code -chardev socket,id=qmp}: a QMP server (greeting, {@code qmp_capabilities},
  *     {@code query-status}, {@code cont}, {@code stop}, {@code migrate} and
  *     {@code migrate-incoming} over {@code unix:} URIs, {@code query-migrate}, {@code quit},
@@ -60,6 +62,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *  initError=TEXT        the init fails with TEXT before it starts the worker
  *  qmpGreeting=false     the QMP socket accepts but never greets
  *  exitAtStart=N         exit with status N at once, after one line on stderr
+ *  consoleNoise=TEXT     the worker prints TEXT (one line) on the console before it exits
  * </pre>
  */
 public final class FakeQemu {
@@ -72,6 +75,7 @@ public final class FakeQemu {
     private final Path dir;
     private final boolean incoming;
     private Path console;
+    private Path events;
     private Path pidFile;
     private volatile String runState;
     private final AtomicReference<String> migration = new AtomicReference<>("none");
@@ -92,7 +96,9 @@ public final class FakeQemu {
             if (a.equals("-chardev")) {
                 Map<String, String> opts = options(next);
                 String path = opts.get("path");
-                if (next.startsWith("file,")) {
+                if (next.startsWith("file,") && "qvme".equals(opts.get("id"))) {
+                    events = Path.of(path);
+                } else if (next.startsWith("file,")) {
                     console = Path.of(path);
                 } else if (path != null) {
                     chardevPaths.put(opts.get("id"), path);
@@ -158,10 +164,10 @@ public final class FakeQemu {
         if (!incoming) {
             // the guest's boot, as far as the console shows it, before the worker's port opens
             if (initError != null) {
-                consoleLine(ConsoleMarkers.ERROR + initError);
+                event(InitEvents.ERROR + initError);
             } else {
-                consoleLine(phase(Phase.INIT, "0.40"));
-                consoleLine(phase(Phase.RUNSC, "0.90"));
+                event(phase(Phase.INIT, "0.40"));
+                event(phase(Phase.RUNSC, "0.90"));
             }
         }
         FakeWorker worker = FakeWorker.builder().answerHello(!dies && initError == null)
@@ -174,7 +180,11 @@ public final class FakeQemu {
         }
         if (dies) {
             Thread.sleep(300);
-            consoleLine(workerExit(scenario.getProperty("workerExitStatus"), "1.50"));
+            String noise = scenario.getProperty("consoleNoise");
+            if (noise != null) {
+                consoleLine(noise);
+            }
+            event(workerExit(scenario.getProperty("workerExitStatus"), "1.50"));
             powerOff(worker, 0);
         }
         // The guest powers off when the worker exits: here, once it said GOODBYE.
@@ -182,20 +192,20 @@ public final class FakeQemu {
                 || worker.received().stream().anyMatch(f -> f.kind() == FrameKind.GOODBYE));
         if (!exiting) {
             Thread.sleep(100); // the worker's exit takes a moment, as in the guest
-            consoleLine(workerExit("0", "9.00"));
+            event(workerExit("0", "9.00"));
             powerOff(worker, 0);
         }
         Thread.sleep(Long.MAX_VALUE);
     }
 
-    /** A console marker as the init prints it ({@link ConsoleMarkers}). */
+    /** An event as the init writes it ({@link InitEvents}). */
     private static String phase(Phase p, String uptime) {
-        return ConsoleMarkers.PHASE + p.id() + " " + ConsoleMarkers.UPTIME + uptime;
+        return InitEvents.PHASE + p.id() + " " + InitEvents.UPTIME + uptime;
     }
 
     private static String workerExit(String status, String uptime) {
-        return ConsoleMarkers.PHASE + Phase.WORKER_EXIT.id() + " " + ConsoleMarkers.STATUS + status + " "
-                + ConsoleMarkers.UPTIME + uptime;
+        return InitEvents.PHASE + Phase.WORKER_EXIT.id() + " " + InitEvents.STATUS + status + " "
+                + InitEvents.UPTIME + uptime;
     }
 
     private boolean workerDiesNow(int boot) {
@@ -215,9 +225,16 @@ public final class FakeQemu {
 
     private void powerOff(FakeWorker worker, int status) throws IOException {
         exiting = true;
-        consoleLine(phase(Phase.POWEROFF, "9.50"));
+        event(phase(Phase.POWEROFF, "9.50"));
         worker.close();
         System.exit(status);
+    }
+
+    /** An event, as the init reports it: on the events port, echoed on the console. */
+    private void event(String line) throws IOException {
+        consoleLine(line);
+        Files.writeString(events, line + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+                StandardOpenOption.APPEND);
     }
 
     private void consoleLine(String line) throws IOException {

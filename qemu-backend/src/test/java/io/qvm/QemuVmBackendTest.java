@@ -99,6 +99,24 @@ class QemuVmBackendTest {
         }
     }
 
+    /**
+     * A worker that owns its sandbox prints an exit marker on the console (its stderr) before it
+     * aborts, with a status no int holds (it stopped the console parser once, and the failure
+     * escaped): the host reads the status from the init's events port only, so it sees the abort,
+     * and retries.
+     */
+    @Test
+    void aWorkerCannotForgeItsExitStatusOnTheConsole() throws Exception {
+        host.set("workerExitStatus", "134").set("consoleNoise", "qvm: phase=worker-exit status=99999999999 uptime=1.00");
+        try (QemuVmBackend backend = host.backend().templates(false).build()) {
+            BootFailedException e = assertThrows(BootFailedException.class,
+                    () -> backend.start(FakeQemuHost.config().build()));
+            assertEquals(134, e.workerExitStatus().orElseThrow());
+            assertTrue(e.consoleTail().contains("status=99999999999"), e.consoleTail());
+            assertEquals(QemuVmBackend.BOOT_ATTEMPTS, host.boots());
+        }
+    }
+
     @Test
     void aWorkerThatEndsCleanlyBeforeReadyIsNotRetried() throws Exception {
         host.set("workerExitStatus", "0");

@@ -30,7 +30,6 @@ import org.junit.jupiter.api.Timeout;
 @Tag("e2e")
 @Tag("qemu")
 @Tag("security")
-@Disabled("open: in the guest the worker JVM ends with status 134 (no Java OutOfMemoryError) on some memory-heavy cases that pass on the host with the guest's heap and limits (entities-across-the-tree, entity-nodes, ordinary-smask-2000, the old shared-element-budget), in 3 of 5 runs; likely native memory inside the 1 GiB guest. Re-enable with that fix (issue 11)")
 @Timeout(value = 30, unit = java.util.concurrent.TimeUnit.MINUTES)
 class HostileCorpusE2ETest {
 
@@ -60,6 +59,7 @@ class HostileCorpusE2ETest {
                         return e.code().name();
                     } catch (SandboxLostException e) {
                         lost.add(c + ": " + e.getMessage());
+                        log("LOST " + c + "\n--- console ---\n" + e.consoleTail() + "\n--- stderr ---\n" + e.stderrTail());
                         return "LOST";
                     }
                 });

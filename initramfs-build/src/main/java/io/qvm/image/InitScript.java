@@ -1,6 +1,6 @@
 package io.qvm.image;
 
-import io.qvm.protocol.image.ConsoleMarkers;
+import io.qvm.protocol.image.InitEvents;
 import io.qvm.protocol.image.ControlProtocol;
 import io.qvm.protocol.image.KernelCommandLine;
 import java.io.IOException;
@@ -26,7 +26,7 @@ import java.util.stream.Collectors;
  *
  * <p>The template names every word it shares with the host by a placeholder ({@code @KEY_XMX_MIB@},
  * {@code @PHASE_RUNSC@}, {@code @CONTROL_PING@}, …; see {@link #contractWords()}) filled in from
- * {@link KernelCommandLine}, {@link ConsoleMarkers} and {@link ControlProtocol}, so the init and the
+ * {@link KernelCommandLine}, {@link InitEvents} and {@link ControlProtocol}, so the init and the
  * host cannot drift apart; a placeholder without a value is an error.
  */
 public final class InitScript {
@@ -34,7 +34,7 @@ public final class InitScript {
     public static final List<String> APPLETS = List.of(
             "[", "[[", "cat", "chroot", "cp", "date", "dmesg", "echo", "false", "grep", "head", "insmod", "ln", "ls",
             "kill", "lsmod", "mkdir", "mkfifo", "mknod", "mount", "poweroff", "ps", "reboot", "rm", "sed", "sh",
-            "sleep", "stat", "switch_root", "sync", "test", "true", "umount", "uname", "usleep");
+            "sleep", "stat", "switch_root", "sync", "test", "true", "umount", "uname", "usleep", "wc");
 
     private static final Pattern PLACEHOLDER = Pattern.compile("@([A-Z][A-Z0-9_]*)@");
 
@@ -44,9 +44,9 @@ public final class InitScript {
     /**
      * The placeholders of the template that stand for words of a contract, each with its value:
      * {@code KEY_<key>} and {@code DEFAULT_<key>} for every {@link KernelCommandLine.Key},
-     * {@code PHASE_<phase>} for every {@link ConsoleMarkers.Phase}, and the constants of
-     * {@link KernelCommandLine} as {@code CMDLINE_<name>}, of {@link ConsoleMarkers} as
-     * {@code CONSOLE_<name>}, of {@link ControlProtocol} as {@code CONTROL_<name>} and of
+     * {@code PHASE_<phase>} for every {@link InitEvents.Phase}, and the constants of
+     * {@link KernelCommandLine} as {@code CMDLINE_<name>}, of {@link InitEvents} as
+     * {@code EVENT_<name>}, of {@link ControlProtocol} as {@code CONTROL_<name>} and of
      * {@link OciConfig} (the OCI config template's placeholders) as {@code OCI_<name>}.
      */
     public static Map<String, String> contractWords() {
@@ -55,11 +55,11 @@ public final class InitScript {
             w.put("KEY_" + k.name(), k.key());
             w.put("DEFAULT_" + k.name(), k.initDefault());
         }
-        for (ConsoleMarkers.Phase p : ConsoleMarkers.Phase.values()) {
+        for (InitEvents.Phase p : InitEvents.Phase.values()) {
             w.put("PHASE_" + p.name(), p.id());
         }
         constants(w, "CMDLINE_", KernelCommandLine.class);
-        constants(w, "CONSOLE_", ConsoleMarkers.class);
+        constants(w, "EVENT_", InitEvents.class);
         constants(w, "CONTROL_", ControlProtocol.class);
         constants(w, "OCI_", OciConfig.class);
         return w;

@@ -108,6 +108,7 @@ class ImageBootE2ETest {
 
         Path sock = tmp.resolve("w.sock");
         Path console = tmp.resolve("console.log");
+        Path events = tmp.resolve("events.log");
         List<String> cmd = List.of("qemu-system-x86_64", "-accel", "tcg", "-M", "q35", "-cpu", "max",
                 "-smp", "2", "-m", "1024", "-nodefaults", "-no-user-config", "-no-reboot",
                 "-display", "none", "-serial", "file:" + console,
@@ -116,7 +117,9 @@ class ImageBootE2ETest {
                 "-append", "console=ttyS0 panic=-1 qvm.xmx_mib=200 qvm.cpus=2 qvm.tmp_mib=40",
                 "-device", "virtio-serial-pci",
                 "-chardev", "socket,id=qvmw,path=" + sock + ",server=on,wait=off",
-                "-device", "virtserialport,chardev=qvmw,name=qvm.worker");
+                "-device", "virtserialport,chardev=qvmw,name=qvm.worker",
+                "-chardev", "file,id=qvme,path=" + events,
+                "-device", "virtserialport,chardev=qvme,name=qvm.events");
         Process qemu = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(tmp.resolve("qemu.out").toFile()).start();
         try {
@@ -133,14 +136,18 @@ class ImageBootE2ETest {
             qemu.destroyForcibly();
         }
         String log = Files.readString(console);
-        int at = 0;
-        for (String phase : new String[] {"init", "modules", "rootfs", "port", "runsc"}) {
-            Matcher m = Pattern.compile("qvm: phase=" + phase + " uptime=\\d+\\.\\d\\d\\b").matcher(log);
-            assertTrue(m.find(at), "no phase " + phase + " after offset " + at + "\n" + tail(console));
-            at = m.end();
+        // The events port holds exactly the init's events, in order; the console echoes them.
+        List<String> lines = Files.readAllLines(events);
+        List<String> phases = new java.util.ArrayList<>();
+        for (String line : lines) {
+            io.qvm.protocol.image.InitEvents.Event e = io.qvm.protocol.image.InitEvents.parse(line)
+                    .orElseThrow(() -> new AssertionError("not an event: " + line + "\n" + tail(console)));
+            phases.add(e.phase().orElseThrow().id());
+            assertTrue(log.contains(line), "echoed on the console: " + line);
         }
-        assertTrue(Pattern.compile("qvm: phase=worker-exit status=0 uptime=").matcher(log).find(at), tail(console));
-        assertTrue(log.contains("qvm: phase=poweroff"), tail(console));
+        assertEquals(List.of("init", "modules", "rootfs", "port", "runsc", "worker-exit", "poweroff"), phases,
+                lines + "\n" + tail(console));
+        assertTrue(lines.get(5).startsWith("qvm: phase=worker-exit status=0 uptime="), lines.get(5));
         Matcher w = Pattern.compile("echo-worker: user=(\\S+) maxMemMiB=(\\d+) cpus=(\\d+) tmp=(\\d+) font=(.+)")
                 .matcher(log);
         assertTrue(w.find(), tail(console));

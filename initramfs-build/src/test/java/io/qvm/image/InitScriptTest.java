@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.qvm.protocol.image.ConsoleMarkers;
-import io.qvm.protocol.image.ConsoleMarkers.Phase;
+import io.qvm.protocol.image.InitEvents;
+import io.qvm.protocol.image.InitEvents.Phase;
 import io.qvm.protocol.image.ControlProtocol;
 import io.qvm.protocol.image.KernelCommandLine;
 import io.qvm.protocol.image.KernelCommandLine.Key;
@@ -55,15 +55,16 @@ class InitScriptTest {
             assertTrue(i >= 0, p + " missing or out of order");
             at = i;
         }
-        assertTrue(INIT.contains("echo \"qvm: phase=$1 uptime=$(uptime_s)\""), "marker format");
-        assertTrue(INIT.contains("echo \"qvm: phase=poweroff uptime="), "poweroff marker");
+        assertTrue(INIT.contains("event \"qvm: phase=$1 uptime=$(uptime_s)\""), "event format");
+        assertTrue(INIT.contains("event \"qvm: phase=poweroff uptime="), "poweroff event");
         assertTrue(INIT.substring(at).contains("\noff\n"), "powers off after the worker exits");
-        assertTrue(INIT.contains("echo \"qvm: error=$*\""), "error format");
+        assertTrue(INIT.contains("event \"qvm: error=$*\""), "error format");
+        assertTrue(INIT.contains("        echo \"$1\" >&5\n"), "an event goes to the events port (fd 5)");
     }
 
     /**
-     * The init side of the console contract: the lines the init prints, with their shell
-     * expansions done by hand, are exactly the phases of {@link ConsoleMarkers}, and its parser
+     * The init side of the events contract: the lines the init reports, with their shell
+     * expansions done by hand, are exactly the phases of {@link InitEvents}, and its parser
      * reads each of them.
      */
     @Test
@@ -74,20 +75,18 @@ class InitScriptTest {
         while (calls.find()) {
             lines.add("qvm: phase=" + calls.group(1) + " uptime=1.50"); // what phase() echoes
         }
-        Matcher echoes = Pattern.compile("(?m)^\\s*echo \"(qvm: phase=[a-z-]+ .*)\"$").matcher(INIT);
+        Matcher echoes = Pattern.compile("(?m)^\\s*event \"(qvm: phase=[a-z-]+ .*)\"$").matcher(INIT);
         while (echoes.find()) {
             lines.add(echoes.group(1).replace("$status", "0").replace("$(uptime_s)", "1.50"));
         }
         for (String line : lines) {
-            ConsoleMarkers.Marker m = ConsoleMarkers.parse(line).orElseThrow(() -> new AssertionError(line));
-            String name = m.phase().orElseThrow();
-            Phase p = EnumSet.allOf(Phase.class).stream().filter(x -> x.id().equals(name)).findFirst()
-                    .orElseThrow(() -> new AssertionError("not a phase of the contract: " + line));
-            assertEquals("1.50", m.uptime().orElseThrow(), line);
+            InitEvents.Event m = InitEvents.parse(line).orElseThrow(() -> new AssertionError(line));
+            Phase p = m.phase().orElseThrow(() -> new AssertionError("not a phase of the contract: " + line));
+            assertEquals(1_500_000_000L, m.uptimeNanos(), line);
             assertTrue(printed.add(p), "printed twice: " + p);
         }
         assertEquals(EnumSet.allOf(Phase.class), printed);
-        assertEquals(0, ConsoleMarkers.parse(lines.get(lines.size() - 1)).orElseThrow().status().orElseThrow());
+        assertEquals(0, InitEvents.parse(lines.get(lines.size() - 1)).orElseThrow().status().orElseThrow());
     }
 
     /** The template names every shared word by a placeholder: no key, marker or phase is written out. */
@@ -98,9 +97,10 @@ class InitScriptTest {
             assertFalse(template.contains(k.key()), k.key());
             assertTrue(INIT.contains(k.key()) || k == Key.ROOTFS && INIT.contains("qvm.rootfs=copy"), k.key());
         }
-        assertFalse(template.contains(ConsoleMarkers.PREFIX), ConsoleMarkers.PREFIX);
+        assertFalse(template.contains(InitEvents.PREFIX), InitEvents.PREFIX);
         assertFalse(template.contains(KernelCommandLine.WORKER_PORT));
         assertFalse(template.contains(KernelCommandLine.CONTROL_PORT));
+        assertFalse(template.contains(KernelCommandLine.EVENTS_PORT));
         for (Phase p : Phase.values()) {
             assertFalse(template.contains("phase " + p.id() + "\n"), p.id());
         }
@@ -123,9 +123,16 @@ class InitScriptTest {
     /** The init side of the kernel command line contract: every key has its case, and its default. */
     @Test
     void readsEveryContractKeyAndFillsTheOciTemplatePlaceholders() {
-        String loop = INIT.substring(INIT.indexOf("for kv in $(cat /proc/cmdline); do"));
+        String loop = INIT.substring(INIT.lastIndexOf("for kv in $(cat /proc/cmdline); do"));
         loop = loop.substring(0, loop.indexOf("done\n"));
+        String stage1 = INIT.substring(INIT.indexOf("for kv in $(cat /proc/cmdline); do"));
+        stage1 = stage1.substring(0, stage1.indexOf("done\n"));
+        assertTrue(stage1.contains(Key.EVENTS_PORT.key() + "=*) EVENTS_PORT="), "stage 1 reads the events port's name");
+        assertTrue(INIT.contains("\n    EVENTS_PORT=" + Key.EVENTS_PORT.initDefault() + "\n"), "its default");
         for (Key k : Key.values()) {
+            if (k == Key.EVENTS_PORT) {
+                continue;
+            }
             if (k == Key.ROOTFS) {
                 assertTrue(INIT.contains("grep -q '" + k.word(KernelCommandLine.ROOTFS_COPY) + "' /proc/cmdline"));
                 continue;
@@ -142,14 +149,15 @@ class InitScriptTest {
     }
 
     @Test
-    void findsBothPortsWithOneFunctionAndTheControlPortIsOptional() {
+    void findsEveryPortWithOneFunctionAndTheControlPortIsOptional() {
         assertTrue(INIT.contains("CONTROL_PORT=qvm.control\n"), "default control port name");
         assertTrue(INIT.contains("find_port \"$PORT\" 200 || fail "), "the worker port is required (10 s)");
+        assertTrue(INIT.contains("find_port \"$EVENTS_PORT\" 200 || fail "), "the events port is required (10 s)");
         assertTrue(INIT.contains("if find_port \"$CONTROL_PORT\" 40; then\n    exec 4<>\"$dev\""),
                 "the control port is looked for 2 s, opened once as fd 4 only when found");
         assertEquals(1, count(INIT, "/sys/class/virtio-ports/vport*"), "one lookup, in find_port");
         int open = INIT.indexOf("exec 4<>\"$dev\"");
-        int loop = INIT.indexOf("control_loop <&4 >&4 2>/dev/null 3>&- 4>&- &");
+        int loop = INIT.indexOf("control_loop <&4 >&4 2>/dev/null 3>&- 4>&- 5>&- &");
         int runsc = INIT.indexOf("phase runsc");
         assertTrue(open > 0 && open < loop && loop < runsc, "fd 4 opened, then the loop started, then runsc");
     }
@@ -160,8 +168,16 @@ class InitScriptTest {
                 .filter(l -> l.startsWith("runsc ") || l.startsWith("cat <")).toList();
         assertEquals(4, started.size(), started.toString());
         for (String l : started) {
-            assertTrue(l.contains(" 4>&-"), l);
+            assertTrue(l.contains(" 4>&- 5>&-"), l);
         }
+        assertTrue(INIT.contains("control_loop <&4 >&4 2>/dev/null 3>&- 4>&- 5>&- &"), "nor the control loop");
+        assertTrue(INIT.contains("cap_stderr " + InitEvents.SANDBOX_STDERR_MAX_BYTES
+                + " </run/qvm.err >/dev/console 2>&1 3>&- 4>&- 5>&- &"), "nor the stderr cap");
+        assertEquals(2, count(INIT, " 2>/run/qvm.err "), "runsc's stderr goes through the cap, in both modes");
+        assertFalse(INIT.contains("2>/dev/console"), "nothing of the sandbox reaches the console directly");
+        int open = INIT.indexOf("exec 5>\"$dev\"");
+        assertTrue(open > 0 && open < INIT.indexOf("exec switch_root") && open < INIT.indexOf("exec chroot"),
+                "the events port is opened in stage 1, before the re-root");
         String block = controlBlock();
         for (String s : new String[] {">&3", "/dev/console", "phase ", "qvm:"}) {
             assertFalse(block.contains(s), "the control loop writes only to its port: " + s);
@@ -169,6 +185,45 @@ class InitScriptTest {
         for (String applet : new String[] {"date", "dmesg", "grep", "usleep", "sleep"}) {
             assertTrue(InitScript.APPLETS.contains(applet), applet);
         }
+    }
+
+    /**
+     * The stderr cap run by busybox sh: what stays under the cap passes unchanged; past it, one
+     * notice, and the rest is read and dropped (so the writer never blocks on a full pipe).
+     */
+    @Test
+    void theStderrCapPassesItsShareAndDrainsTheRest(@TempDir Path dir) throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/bin/busybox")), "needs /bin/busybox");
+        int from = INIT.indexOf("# ---- stderr cap");
+        int to = INIT.indexOf("# ---- end of stderr cap ----");
+        assertTrue(from >= 0 && to > from, "stderr cap markers");
+        Files.writeString(dir.resolve("cap.sh"), INIT.substring(from, to) + "\ncap_stderr \"$1\"\n");
+        byte[] small = "line one\nline two\n".getBytes(StandardCharsets.US_ASCII);
+        assertEquals(new String(small, StandardCharsets.US_ASCII), runCap(dir, 1000, small));
+        byte[] flood = new byte[3 << 20];
+        java.util.Arrays.fill(flood, (byte) 'f');
+        String out = assertTimeoutPreemptively(Duration.ofSeconds(60), () -> runCap(dir, 1000, flood));
+        assertEquals("f".repeat(1000) + "[qvm init: the sandbox wrote more than 1000 bytes to stderr; the rest is "
+                + "dropped]\n", out);
+    }
+
+    private static String runCap(Path dir, int cap, byte[] input) throws Exception {
+        ProcessBuilder pb = new ProcessBuilder("/bin/busybox", "sh", "cap.sh", Integer.toString(cap))
+                .directory(dir.toFile()).redirectError(ProcessBuilder.Redirect.INHERIT);
+        pb.environment().put("PATH", "/bin");
+        Process p = pb.start();
+        Thread writer = new Thread(() -> {
+            try (OutputStream o = p.getOutputStream()) {
+                o.write(input);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        writer.start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);
+        writer.join();
+        assertEquals(0, p.waitFor());
+        return out;
     }
 
     /** The control block run by busybox sh with fake date, dmesg, sleep and usleep, over a pipe. */

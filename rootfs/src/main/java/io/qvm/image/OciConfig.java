@@ -72,6 +72,11 @@ public final class OciConfig {
         // HotSpot's own output (warnings, a fatal-error summary) goes to stdout by default, which
         // is the frame stream: send it to stderr, i.e. the guest console.
         args.add("-XX:+DisplayVMOutputToStderr");
+        // A fatal error's whole report (hs_err: signal, native frames, memory map, the heap and the
+        // threads) goes to stderr too, instead of a file in the sandbox's /tmp that nobody reads;
+        // and no core file, which would only fill that tmpfs.
+        args.add("-XX:+ErrorFileToStderr");
+        args.add("-XX:-CreateCoredumpOnCrash");
         args.add("-Djava.awt.headless=true");
         args.add("-Djava.io.tmpdir=/tmp");
         args.add("-Dfile.encoding=UTF-8");

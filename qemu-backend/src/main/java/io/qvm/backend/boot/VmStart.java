@@ -25,13 +25,13 @@ import io.qvm.backend.qmp.QmpClient;
 import io.qvm.backend.qmp.QmpConnectException;
 import io.qvm.backend.qmp.QmpEvent;
 import io.qvm.backend.qmp.QmpException;
-import io.qvm.backend.sandbox.ConsoleWatcher;
+import io.qvm.backend.sandbox.GuestWatcher;
 import io.qvm.backend.sandbox.GuestControl;
 import io.qvm.backend.sandbox.QemuSandbox;
 import io.qvm.protocol.Hello;
 import io.qvm.protocol.Limits;
 import io.qvm.protocol.Ready;
-import io.qvm.protocol.image.ConsoleMarkers;
+import io.qvm.protocol.image.InitEvents;
 import io.qvm.protocol.image.KernelCommandLine;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.TransportException;
@@ -111,7 +111,7 @@ public final class VmStart {
     private QemuProcess qemu;
     private QmpClient qmp;
     private SandboxTransport transport;
-    private ConsoleWatcher console;
+    private GuestWatcher console;
     private GuestControl control;
     private Ready ready;
     private boolean stalled;
@@ -156,7 +156,7 @@ public final class VmStart {
                 .host(h.os(), h.arch()).guestArch(target.image().arch()).accelerator(accel.accelerator())
                 .qemu(target.qemu().binary(), target.qemu().version()).config(config)
                 .image(target.image().kernel(), target.image().initrd())
-                .qmpSocket(sockets.qmp()).consoleLog(state.consoleLog()).pidFile(state.pidFile())
+                .qmpSocket(sockets.qmp()).consoleLog(state.consoleLog()).eventsLog(state.eventsLog()).pidFile(state.pidFile())
                 .controlSocket(sockets.control()).transport(guestTransport).role(role).build();
         List<String> argv = QemuCommand.build(input);
         profile = MachineProfile.select(h.os(), h.arch(), target.image().arch(), accel.accelerator(),
@@ -169,7 +169,9 @@ public final class VmStart {
         qemu = QemuProcess.launcher(argv).stdout(state.stdoutLog()).stderr(state.stderrLog())
                 .console(state.consoleLog()).start();
         state.recordQemu(qemu.handle());
-        console = new ConsoleWatcher(state.consoleLog(), startNanos, line -> say(line));
+        QemuProcess started = qemu;
+        console = new GuestWatcher(state.eventsLog(), state.consoleLog(), InitEvents.CONSOLE_MAX_BYTES,
+                () -> started.handle().destroyForcibly(), startNanos, line -> say(line));
         phases.put("process-start", Duration.ZERO);
     }
 
@@ -404,7 +406,7 @@ public final class VmStart {
         private final ScheduledExecutorService timer;
         private volatile boolean fired;
 
-        StallWatch(ConsoleWatcher console, SandboxTransport transport) {
+        StallWatch(GuestWatcher console, SandboxTransport transport) {
             timer = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "qvm-boot-stall-watch");
                 t.setDaemon(true);
@@ -412,7 +414,7 @@ public final class VmStart {
             });
             timer.scheduleWithFixedDelay(() -> {
                 console.poll();
-                if (!console.reached(ConsoleMarkers.Phase.RUNSC.id()) && console.silentFor().compareTo(GUEST_STALL) > 0) {
+                if (!console.reached(InitEvents.Phase.RUNSC) && console.silentFor().compareTo(GUEST_STALL) > 0) {
                     fired = true;
                     transport.close();
                     timer.shutdown();

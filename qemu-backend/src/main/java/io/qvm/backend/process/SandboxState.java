@@ -55,6 +55,14 @@ public final class SandboxState {
         return dir.resolve("console.log");
     }
 
+    /**
+     * Pass to QEMU as the file of the init's events port ({@code qvm.events}): the boot phases and
+     * the worker's exit status, which only the init writes.
+     */
+    public Path eventsLog() {
+        return dir.resolve("events.log");
+    }
+
     /** Reads and validates owner.json. */
     public OwnerRecord owner() throws IOException {
         try (InputStream in = Files.newInputStream(ownerFile())) {

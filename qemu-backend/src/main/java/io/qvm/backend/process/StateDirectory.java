@@ -27,6 +27,7 @@ import java.util.regex.Pattern;
  *       qemu-stdout.log
  *       qemu-stderr.log
  *       console.log          the guest console (QEMU writes it)
+ *       events.log           the guest init's events (QEMU writes them; only the init can)
  * </pre>
  *
  * Sockets do not live here (paths would be too long): see {@link SocketPaths}.

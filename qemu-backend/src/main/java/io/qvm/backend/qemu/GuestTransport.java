@@ -15,6 +15,10 @@ public sealed interface GuestTransport permits GuestTransport.Serial, GuestTrans
     String CONTROL_PORT_NAME = KernelCommandLine.CONTROL_PORT;
     /** The chardev id of the control port. */
     String CONTROL_CHARDEV_ID = "qvmc";
+    /** The virtio-serial port of the guest init's events, which only the init writes (CONTRACTS.md). */
+    String EVENTS_PORT_NAME = KernelCommandLine.EVENTS_PORT;
+    /** The chardev id of the events port. */
+    String EVENTS_CHARDEV_ID = "qvme";
     /** Default guest vsock port (CONTRACTS.md). */
     int DEFAULT_VSOCK_PORT = KernelCommandLine.DEFAULT_VSOCK_PORT;
 

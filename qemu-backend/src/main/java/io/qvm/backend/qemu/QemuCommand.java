@@ -116,6 +116,11 @@ public final class QemuCommand {
             add(a, "-device", "virtserialport,chardev=" + GuestTransport.CHARDEV_ID + ",name="
                     + GuestTransport.PORT_NAME);
         }
+        // The init's events: a file only the init writes (the worker never gets the port), unlike
+        // the console, which carries the worker's stderr.
+        add(a, "-chardev", "file,id=" + GuestTransport.EVENTS_CHARDEV_ID + ",path=" + opt(in.eventsLog()));
+        add(a, "-device", "virtserialport,chardev=" + GuestTransport.EVENTS_CHARDEV_ID + ",name="
+                + GuestTransport.EVENTS_PORT_NAME);
         add(a, "-chardev", "socket,id=" + GuestTransport.CONTROL_CHARDEV_ID + ",path=" + socketOpt("control socket",
                 in.controlSocket()) + ",server=on,wait=off");
         add(a, "-device", "virtserialport,chardev=" + GuestTransport.CONTROL_CHARDEV_ID + ",name="
@@ -167,6 +172,7 @@ public final class QemuCommand {
             word(sb, Key.VSOCK_PORT, ((GuestTransport.Vsock) t).port());
         }
         word(sb, Key.CONTROL_PORT, GuestTransport.CONTROL_PORT_NAME);
+        word(sb, Key.EVENTS_PORT, GuestTransport.EVENTS_PORT_NAME);
         word(sb, Key.XMX_MIB, c.workerHeapMib());
         word(sb, Key.CPUS, c.workerCpus());
         word(sb, Key.TMP_MIB, c.guestTmpMib());

@@ -26,6 +26,7 @@ import java.util.Objects;
  * @param initrd      the image's {@code initramfs.cpio.gz}
  * @param qmpSocket   unix socket QEMU listens on for QMP
  * @param consoleLog  file receiving the guest's serial console
+ * @param eventsLog   file receiving the guest init's events port ({@code qvm.events})
  * @param pidFile     file QEMU writes its pid to
  * @param transport   virtio-serial (with its socket) or vsock (with the guest CID)
  * @param controlSocket unix socket of the guest init's control port ({@code qvm.control})
@@ -33,7 +34,7 @@ import java.util.Objects;
  */
 public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
         QemuVersion qemuVersion, Path qemuBinary, SandboxConfig config, Path kernel, Path initrd, Path qmpSocket,
-        Path consoleLog, Path pidFile, GuestTransport transport, Path controlSocket, VmRole role) {
+        Path consoleLog, Path eventsLog, Path pidFile, GuestTransport transport, Path controlSocket, VmRole role) {
 
     public QemuCommandInput {
         Objects.requireNonNull(hostOs, "hostOs");
@@ -47,6 +48,7 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
         Objects.requireNonNull(initrd, "initrd");
         Objects.requireNonNull(qmpSocket, "qmpSocket");
         Objects.requireNonNull(consoleLog, "consoleLog");
+        Objects.requireNonNull(eventsLog, "eventsLog");
         Objects.requireNonNull(pidFile, "pidFile");
         Objects.requireNonNull(transport, "transport");
         Objects.requireNonNull(controlSocket, "controlSocket");
@@ -56,7 +58,7 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
     /** The same input with another role (a template and its clones differ only in role and paths). */
     public QemuCommandInput withRole(VmRole newRole) {
         return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, config, kernel,
-                initrd, qmpSocket, consoleLog, pidFile, transport, controlSocket, newRole);
+                initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, newRole);
     }
 
     /** A builder; every field must be set. */
@@ -77,6 +79,7 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
         private Path initrd;
         private Path qmpSocket;
         private Path consoleLog;
+        private Path eventsLog;
         private Path pidFile;
         private GuestTransport transport;
         private Path controlSocket;
@@ -128,6 +131,11 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
             return this;
         }
 
+        public Builder eventsLog(Path eventsLog) {
+            this.eventsLog = eventsLog;
+            return this;
+        }
+
         public Builder pidFile(Path pidFile) {
             this.pidFile = pidFile;
             return this;
@@ -152,7 +160,7 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
         /** @throws NullPointerException naming the first missing field */
         public QemuCommandInput build() {
             return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, config,
-                    kernel, initrd, qmpSocket, consoleLog, pidFile, transport, controlSocket, role);
+                    kernel, initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, role);
         }
     }
 }

@@ -56,7 +56,7 @@ public final class QemuSandbox implements Sandbox {
     private final SandboxTransport transport;
     private final SandboxState state;
     private final SocketPaths sockets;
-    private final ConsoleWatcher console;
+    private final GuestWatcher console;
     private final List<AutoCloseable> extras;
     private final Consumer<QemuSandbox> onClosed;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -66,7 +66,7 @@ public final class QemuSandbox implements Sandbox {
 
     /** Everything a started sandbox owns; the backend builds it once the handshake succeeded. */
     public record Parts(String id, SandboxConfig config, BootReport bootReport, QemuProcess qemu, QmpClient qmp,
-            SandboxTransport transport, SandboxState state, SocketPaths sockets, ConsoleWatcher console,
+            SandboxTransport transport, SandboxState state, SocketPaths sockets, GuestWatcher console,
             List<AutoCloseable> extras) {
     }
 
@@ -188,6 +188,10 @@ public final class QemuSandbox implements Sandbox {
         String worker = console.workerExitStatus().map(s -> "; the worker exited with status " + s
                 + (s == 3 ? " (out of memory: raise SandboxConfig.memoryMib or lower the document's size)" : ""))
                 .orElse("");
+        if (console.consoleOverflowed()) {
+            worker += "; the guest console passed its cap of " + console.maxConsoleBytes()
+                    + " bytes, so the VM was stopped";
+        }
         String consoleTail = qemu.consoleTail(QemuProcess.TAIL_BYTES);
         String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
         stop(false);

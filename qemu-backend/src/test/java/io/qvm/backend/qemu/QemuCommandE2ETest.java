@@ -56,7 +56,7 @@ class QemuCommandE2ETest {
                 .guestArch(Arch.X86_64).accelerator(Accelerator.TCG)
                 .qemu(qemu.get().binary(), qemu.get().version()).config(SandboxConfig.defaults())
                 .image(kernel.get(), initrd).qmpSocket(dir.resolve("qmp.sock"))
-                .consoleLog(dir.resolve("console.log")).pidFile(dir.resolve("qemu.pid"))
+                .consoleLog(dir.resolve("console.log")).eventsLog(dir.resolve("events.log")).pidFile(dir.resolve("qemu.pid"))
                 .controlSocket(dir.resolve("control.sock"))
                 .transport(new GuestTransport.Serial(dir.resolve("worker.sock"))).build());
         System.out.println("argv: " + String.join(" ", argv));
@@ -80,7 +80,7 @@ class QemuCommandE2ETest {
             assertEquals(0, p.exitValue(), "QEMU exit status; its output:\n" + out + "\nconsole:\n" + console);
             assertTrue(console.contains("qvm-e2e: init ran"), console);
             assertTrue(console.contains("qvm.transport=serial qvm.port=qvm.worker qvm.control_port=qvm.control "
-                    + "qvm.xmx_mib=576 qvm.cpus=2 qvm.tmp_mib=64 qvm.platform=systrap"), console);
+                    + "qvm.events_port=qvm.events qvm.xmx_mib=576 qvm.cpus=2 qvm.tmp_mib=64 qvm.platform=systrap"), console);
             assertTrue(!out.contains("warning") && !out.contains("error"), "QEMU complained:\n" + out);
         } finally {
             p.destroyForcibly();

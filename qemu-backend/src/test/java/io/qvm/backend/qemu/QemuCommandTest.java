@@ -41,7 +41,7 @@ class QemuCommandTest {
         assertEquals("4", after(argv, "-smp"));
         assertEquals("3000M", after(argv, "-m"));
         assertEquals("console=ttyS0 panic=-1 qvm.transport=serial qvm.port=qvm.worker qvm.control_port=qvm.control"
-                + " qvm.xmx_mib="
+                + " qvm.events_port=qvm.events qvm.xmx_mib="
                 + (3000 - 384 - 200) + " qvm.cpus=4 qvm.tmp_mib=200 qvm.platform=ptrace", after(argv, "-append"));
     }
 
@@ -148,7 +148,7 @@ class QemuCommandTest {
         HostSetupException w = assertThrows(HostSetupException.class, () -> QemuCommand.build(
                 new QemuCommandInput(winOld.hostOs(), winOld.hostArch(), winOld.guestArch(), winOld.accelerator(),
                         QemuVersion.of("7.0.0"), winOld.qemuBinary(), winOld.config(), winOld.kernel(),
-                        winOld.initrd(), winOld.qmpSocket(), winOld.consoleLog(), winOld.pidFile(),
+                        winOld.initrd(), winOld.qmpSocket(), winOld.consoleLog(), winOld.eventsLog(), winOld.pidFile(),
                         winOld.transport(), winOld.controlSocket(), winOld.role())));
         assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, w.problem());
         assertTrue(w.getMessage().contains("unix-socket chardevs"), w.getMessage());

@@ -71,7 +71,7 @@ class TemplateKeyTest {
         return QemuCommandInput.builder().host(HostOs.LINUX, Arch.X86_64).guestArch(Arch.X86_64)
                 .accelerator(Accelerator.TCG).qemu(bin, QemuVersion.of(version)).config(config)
                 .image(Path.of("/srv/qvm/out/image/x86_64/vmlinuz"), Path.of("/srv/qvm/out/image/x86_64/initramfs.cpio.gz"))
-                .qmpSocket(Path.of(run + "/qmp.sock")).consoleLog(Path.of(run + "/console.log"))
+                .qmpSocket(Path.of(run + "/qmp.sock")).consoleLog(Path.of(run + "/console.log")).eventsLog(Path.of(run + "/events.log"))
                 .pidFile(Path.of(run + "/qemu.pid")).controlSocket(Path.of(run + "/control.sock"))
                 .transport(new GuestTransport.Serial(Path.of(run + "/worker.sock")));
     }

@@ -16,6 +16,8 @@ public final class KernelCommandLine {
     public static final String WORKER_PORT = "qvm.worker";
     /** The virtio-serial port of the init's control channel ({@link ControlProtocol}). */
     public static final String CONTROL_PORT = "qvm.control";
+    /** The virtio-serial port of the init's events ({@link InitEvents}), which only the init writes. */
+    public static final String EVENTS_PORT = "qvm.events";
     /** The guest vsock port the worker listens on by default ({@link Key#VSOCK_PORT}). */
     public static final int DEFAULT_VSOCK_PORT = 5000;
     /** {@link Key#TRANSPORT}: the worker's stdio over the virtio-serial port {@link #WORKER_PORT}. */
@@ -32,6 +34,7 @@ public final class KernelCommandLine {
         TRANSPORT("transport", TRANSPORT_SERIAL),
         PORT("port", WORKER_PORT),
         CONTROL_PORT("control_port", KernelCommandLine.CONTROL_PORT),
+        EVENTS_PORT("events_port", KernelCommandLine.EVENTS_PORT),
         VSOCK_PORT("vsock_port", Integer.toString(DEFAULT_VSOCK_PORT)),
         XMX_MIB("xmx_mib", "256"),
         CPUS("cpus", "1"),

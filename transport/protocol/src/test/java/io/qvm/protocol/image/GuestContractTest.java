@@ -22,20 +22,32 @@ class GuestContractTest {
     }
 
     @Test
-    void markersAreFoundAfterOtherOutputOnTheLine() {
-        ConsoleMarkers.Marker m = ConsoleMarkers.parse("[ 5.1] x qvm: phase=worker-exit status=-9 uptime=49.28")
-                .orElseThrow();
-        assertEquals(Optional.of("worker-exit"), m.phase());
-        assertEquals(Optional.of(-9), m.status());
-        assertEquals(Optional.of("49.28"), m.uptime());
-        assertEquals(Optional.of("no port"), ConsoleMarkers.parse("qvm: error= no port ").orElseThrow().error());
-        ConsoleMarkers.Marker unknown = ConsoleMarkers.parse("qvm: phase=later").orElseThrow();
-        assertEquals(Optional.of("later"), unknown.phase());
-        assertEquals(Optional.empty(), unknown.uptime());
-        assertEquals(Optional.empty(), ConsoleMarkers.parse("qvm: hello"));
-        assertEquals(Optional.empty(), ConsoleMarkers.parse("phase=init uptime=1"));
-        assertEquals(Optional.empty(), ConsoleMarkers.parse("qvm: phase=runsc status=1 uptime=2").orElseThrow().status(),
-                "a status only on worker-exit");
+    void anEventIsAWholeLineOfTheContract() {
+        InitEvents.Event exit = InitEvents.parse("qvm: phase=worker-exit status=134 uptime=49.28").orElseThrow();
+        assertEquals(Optional.of(InitEvents.Phase.WORKER_EXIT), exit.phase());
+        assertEquals(Optional.of(134), exit.status());
+        assertEquals(49_280_000_000L, exit.uptimeNanos());
+        assertEquals(5_000_000_001L, InitEvents.parse("qvm: phase=init uptime=5.000000001").orElseThrow().uptimeNanos());
+        assertEquals(7_000_000_000L, InitEvents.parse("qvm: phase=runsc uptime=7").orElseThrow().uptimeNanos());
+        assertEquals(Optional.of("no port"), InitEvents.parse("qvm: error= no port ").orElseThrow().error());
+        for (String notAnEvent : new String[] {
+            "[ 5.1] x qvm: phase=init uptime=1.0",             // not the whole line
+            "qvm: phase=init uptime=1.0 ",                      // trailing text
+            "qvm: phase=later uptime=1.0",                      // not a phase of the contract
+            "qvm: phase=init",                                  // no uptime
+            "qvm: phase=init uptime=-1",                        // not a number of seconds
+            "qvm: phase=init uptime=1234567890",                // more than 9 digits
+            "qvm: phase=worker-exit uptime=1.0",                // worker-exit without its status
+            "qvm: phase=worker-exit status=-9 uptime=1.0",      // negative status
+            "qvm: phase=worker-exit status=256 uptime=1.0",     // beyond a shell status
+            "qvm: phase=worker-exit status=99999999999 uptime=1.0",
+            "qvm: phase=runsc status=1 uptime=2",               // a status only on worker-exit
+            "qvm: hello",
+            "phase=init uptime=1",
+            "qvm: error=" + "x".repeat(InitEvents.MAX_LINE),    // longer than a line may be
+        }) {
+            assertEquals(Optional.empty(), InitEvents.parse(notAnEvent), notAnEvent);
+        }
     }
 
     @Test

@@ -1,0 +1,250 @@
+package io.qvm.backend.sandbox;
+
+import io.qvm.backend.internal.ControlChars;
+import io.qvm.protocol.image.InitEvents;
+import io.qvm.protocol.image.InitEvents.Phase;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * Follows the two files QEMU writes for a guest: the init's events ({@link InitEvents}, on a port
+ * only the init holds) and the console (kernel, init and — capped by the init — runsc's and the
+ * worker's stderr).
+ *
+ * <p>Only the events file says what happened: each line is taken when it is exactly one known
+ * event, a phase only after every earlier phase of the contract and only once, the worker's
+ * status only as 0..255, the first error only, sanitised and capped at {@link #MAX_ERROR_CHARS}.
+ * Anything else is counted as a {@link #violations() violation} and dropped. At most
+ * {@link #MAX_EVENT_BYTES} of it are read. So the state this keeps is bounded by the contract,
+ * whatever the guest writes, and a line the worker prints on the console (a forged phase or exit
+ * status) is never an event.
+ *
+ * <p>The console is only watched: how long it has been silent (the boot's stall watch) and how
+ * large it is. It is never parsed. When it grows past its cap ({@code maxConsoleBytes}, above what
+ * the init lets through) the guest is not following the contract: {@code onConsoleOverflow} runs
+ * once, and the sandbox's owner stops the VM.
+ *
+ * <p>Both files are polled every 50 ms; closing stops the poller.
+ */
+public final class GuestWatcher implements AutoCloseable {
+
+    /** The most the events file is read: the contract's events take well under 1 KiB. */
+    public static final int MAX_EVENT_BYTES = 64 * 1024;
+    /** The init's error text is kept up to this many characters. */
+    public static final int MAX_ERROR_CHARS = 512;
+
+    private final Path events;
+    private final Path console;
+    private final long maxConsoleBytes;
+    private final Runnable onConsoleOverflow;
+    private final long startNanos;
+    private final Consumer<String> progress;
+    private final ScheduledExecutorService poller;
+    private final Map<Phase, Duration> guestPhases = new EnumMap<>(Phase.class);
+    private final Map<Phase, Duration> hostSeen = new EnumMap<>(Phase.class);
+    private final StringBuilder line = new StringBuilder();
+    private boolean lineTooLong;
+    private long eventsOffset;
+    private long consoleSize = -1;
+    private volatile long lastGrowthNanos = System.nanoTime();
+    private volatile String error;
+    private volatile Integer workerExitStatus;
+    private volatile boolean consoleOverflowed;
+    private volatile int violations;
+
+    /**
+     * @param events the events file ({@code -chardev file} of the {@code qvm.events} port)
+     * @param console the console file
+     * @param maxConsoleBytes the console's cap, in bytes
+     * @param onConsoleOverflow runs once (on the poller) when the console passes its cap
+     * @param startNanos {@link System#nanoTime()} when QEMU started, for host-side arrival times
+     * @param progress receives one line per event (may be a no-op); at most one per phase and one
+     *     error, so a log it writes is bounded too
+     */
+    public GuestWatcher(Path events, Path console, long maxConsoleBytes, Runnable onConsoleOverflow, long startNanos,
+            Consumer<String> progress) {
+        this.events = events;
+        this.console = console;
+        this.maxConsoleBytes = maxConsoleBytes;
+        this.onConsoleOverflow = onConsoleOverflow;
+        this.startNanos = startNanos;
+        this.progress = progress;
+        this.poller = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "qvm-guest-" + events.getParent().getFileName());
+            t.setDaemon(true);
+            return t;
+        });
+        poller.scheduleWithFixedDelay(this::pollQuietly, 0, 50, TimeUnit.MILLISECONDS);
+    }
+
+    /** Guest phases in order, each with the guest uptime the init reported, by phase id. */
+    public synchronized Map<String, Duration> guestPhases() {
+        Map<String, Duration> m = new LinkedHashMap<>();
+        guestPhases.forEach((p, d) -> m.put(p.id(), d));
+        return m;
+    }
+
+    /** Guest phases in order, each with when the host saw the event (since QEMU started). */
+    public synchronized Map<String, Duration> hostArrival() {
+        Map<String, Duration> m = new LinkedHashMap<>();
+        hostSeen.forEach((p, d) -> m.put(p.id(), d));
+        return m;
+    }
+
+    /** Whether the init reported {@code phase}. */
+    public synchronized boolean reached(Phase phase) {
+        return hostSeen.containsKey(phase);
+    }
+
+    /** How long the console has not grown (since this watcher started, if it never did). */
+    public Duration silentFor() {
+        return Duration.ofNanos(System.nanoTime() - lastGrowthNanos);
+    }
+
+    /** The init's error (sanitised, capped), once it reported one. */
+    public Optional<String> error() {
+        return Optional.ofNullable(error);
+    }
+
+    /** The worker's exit status (0..255), once the init reported it. */
+    public Optional<Integer> workerExitStatus() {
+        return Optional.ofNullable(workerExitStatus);
+    }
+
+    /** Whether the console passed its cap. */
+    public boolean consoleOverflowed() {
+        return consoleOverflowed;
+    }
+
+    /** The console's cap in bytes. */
+    public long maxConsoleBytes() {
+        return maxConsoleBytes;
+    }
+
+    /** Lines of the events file that were not a next event of the contract (dropped). */
+    public int violations() {
+        return violations;
+    }
+
+    /** Reads whatever was appended since the last poll (also called by the poller). */
+    public synchronized void poll() {
+        pollConsole();
+        pollEvents();
+    }
+
+    private void pollQuietly() {
+        try {
+            poll();
+        } catch (RuntimeException e) {
+            // Never let the poller die: the next poll tries again (the state above stays valid).
+            violations++;
+        }
+    }
+
+    private void pollConsole() {
+        try {
+            long size = Files.size(console);
+            if (size != consoleSize) {
+                consoleSize = size;
+                lastGrowthNanos = System.nanoTime();
+            }
+            if (size > maxConsoleBytes && !consoleOverflowed) {
+                consoleOverflowed = true;
+                progress.accept("guest console passed its cap of " + maxConsoleBytes + " bytes: stopping the VM");
+                onConsoleOverflow.run();
+            }
+        } catch (IOException e) {
+            // Not there yet, or gone: the next poll looks again.
+        }
+    }
+
+    private void pollEvents() {
+        if (eventsOffset >= MAX_EVENT_BYTES || !Files.isRegularFile(events)) {
+            return;
+        }
+        try (RandomAccessFile raf = new RandomAccessFile(events.toFile(), "r")) {
+            raf.seek(eventsOffset);
+            byte[] buf = new byte[4096];
+            int n;
+            while (eventsOffset < MAX_EVENT_BYTES
+                    && (n = raf.read(buf, 0, (int) Math.min(buf.length, MAX_EVENT_BYTES - eventsOffset))) > 0) {
+                eventsOffset += n;
+                for (int i = 0; i < n; i++) {
+                    byte b = buf[i];
+                    if (b == '\n') {
+                        if (lineTooLong) {
+                            violations++;
+                        } else {
+                            onLine(line.toString());
+                        }
+                        line.setLength(0);
+                        lineTooLong = false;
+                    } else if (line.length() < InitEvents.MAX_LINE) {
+                        line.append((char) (b & 0xFF));
+                    } else {
+                        lineTooLong = true;
+                    }
+                }
+            }
+            if (eventsOffset >= MAX_EVENT_BYTES) {
+                violations++;
+            }
+        } catch (IOException e) {
+            // Unreadable for a moment; the next poll tries again.
+        }
+    }
+
+    private void onLine(String latin1) {
+        String s = new String(latin1.getBytes(StandardCharsets.ISO_8859_1), StandardCharsets.UTF_8);
+        Optional<InitEvents.Event> parsed = InitEvents.parse(s);
+        if (parsed.isEmpty()) {
+            violations++;
+            return;
+        }
+        InitEvents.Event e = parsed.get();
+        if (e.error().isPresent()) {
+            if (error != null) {
+                violations++;
+                return;
+            }
+            String text = ControlChars.escape(e.error().get());
+            error = text.length() > MAX_ERROR_CHARS ? text.substring(0, MAX_ERROR_CHARS) + "…" : text;
+            progress.accept("guest init failed: " + error);
+            return;
+        }
+        Phase p = e.phase().orElseThrow();
+        boolean inOrder = hostSeen.keySet().stream().allMatch(seen -> seen.ordinal() < p.ordinal());
+        if (!inOrder) {
+            violations++;
+            return;
+        }
+        hostSeen.put(p, Duration.ofNanos(System.nanoTime() - startNanos));
+        Duration uptime = Duration.ofNanos(e.uptimeNanos());
+        guestPhases.put(p, uptime);
+        e.status().ifPresent(st -> workerExitStatus = st);
+        progress.accept("guest: " + p.id() + e.status().map(st -> " status " + st).orElse("")
+                + " (guest uptime " + seconds(uptime) + " s)");
+    }
+
+    private static String seconds(Duration d) {
+        return String.format(java.util.Locale.ROOT, "%.2f", d.toNanos() / 1e9);
+    }
+
+    @Override
+    public void close() {
+        poller.shutdownNow();
+        poll();
+    }
+}
