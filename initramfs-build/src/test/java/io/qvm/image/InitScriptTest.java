@@ -146,6 +146,7 @@ class InitScriptTest {
         assertTrue(INIT.contains("s/" + OciConfig.TMP_PLACEHOLDER + "/$TMP/g"));
         assertTrue(INIT.contains("/bundle/" + BundleBuilder.TEMPLATE));
         assertTrue(INIT.contains("--network=none"));
+        assertTrue(INIT.contains(" --oci-seccomp\n"), "runsc enforces the bundle's seccomp profile");
     }
 
     @Test

@@ -15,7 +15,9 @@ import java.util.List;
  * <p>What it pins: no terminal; a read-only root; a size-capped, noexec tmpfs on {@code /tmp};
  * user and group 65534 (nobody); every capability set empty; {@code noNewPrivileges}; RLIMIT_NOFILE
  * and RLIMIT_NPROC; new pid, ipc, uts, mount and network namespaces (runsc also runs with
- * {@code --network=none}, so the sandbox has a loopback device at most). The process is
+ * {@code --network=none}, so the sandbox has a loopback device at most); a deny-by-default
+ * {@code linux.seccomp} ({@link SeccompProfile}, enforced with runsc's {@code --oci-seccomp}). The
+ * process is
  * <pre>
  *   /opt/qvm/jre/bin/java -Xmx&lt;N&gt;m -XX:ActiveProcessorCount=&lt;C&gt; -XX:+UseSerialGC ...
  *       -jar /opt/qvm/renderer-worker.jar
@@ -145,6 +147,7 @@ public final class OciConfig {
                 "/proc/sysrq-trigger"}) {
             ro.add(p);
         }
+        SeccompProfile.addTo(linux);
         try {
             DefaultPrettyPrinter pp = new DefaultPrettyPrinter()
                     .withObjectIndenter(new DefaultIndenter("  ", "\n"))

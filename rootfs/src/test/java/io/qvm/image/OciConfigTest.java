@@ -48,6 +48,45 @@ class OciConfigTest {
         assertEquals(128, rl.get(1).path("hard").asInt());
     }
 
+    /**
+     * The worker's syscalls are deny-by-default: one allow list, {@code socket} only for
+     * {@code AF_UNIX}, and none of the calls a sandbox must never make.
+     */
+    @Test
+    void seccompDeniesByDefaultAndAllowsOnlyTheWorkersCalls() throws Exception {
+        JsonNode s = MAPPER.readTree(OciConfig.forLimits(WorkerLimits.DEFAULTS)).path("linux").path("seccomp");
+        assertEquals("SCMP_ACT_ERRNO", s.path("defaultAction").asText(), s.toString());
+        List<String> allowed = new ArrayList<>();
+        JsonNode socketRule = null;
+        for (JsonNode rule : s.path("syscalls")) {
+            assertEquals("SCMP_ACT_ALLOW", rule.path("action").asText());
+            List<String> names = new ArrayList<>();
+            rule.path("names").forEach(n -> names.add(n.asText()));
+            if (names.equals(List.of("socket"))) {
+                socketRule = rule;
+            } else {
+                assertTrue(rule.path("args").isMissingNode(), "unconditional: " + names);
+                allowed.addAll(names);
+            }
+        }
+        assertEquals(SeccompProfile.ALLOWED, allowed);
+        assertEquals(allowed.size(), new java.util.HashSet<>(allowed).size(), "each name once");
+        for (String never : SeccompProfile.NEVER) {
+            assertFalse(allowed.contains(never), never);
+        }
+        assertFalse(allowed.contains("socket"), "socket only with its argument rule");
+        assertTrue(socketRule != null, "socket for AF_UNIX");
+        JsonNode arg = socketRule.path("args").get(0);
+        assertEquals(0, arg.path("index").asInt());
+        assertEquals(1, arg.path("value").asInt());
+        assertEquals("SCMP_CMP_EQ", arg.path("op").asText());
+        assertEquals(1, socketRule.path("args").size());
+        for (String needed : new String[] {"futex", "mmap", "clone3", "read", "write", "openat", "socketpair",
+            "rt_sigreturn", "exit_group", "ioctl"}) {
+            assertTrue(allowed.contains(needed), "the JVM needs " + needed);
+        }
+    }
+
     @Test
     void configIsTight() throws Exception {
         JsonNode c = MAPPER.readTree(OciConfig.forLimits(WorkerLimits.DEFAULTS));
