@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.qvm.protocol.util.ControlChars;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -18,8 +19,18 @@ import java.util.Set;
  * <p>Every {@code decode} method throws {@link IllegalArgumentException} for a frame of another
  * kind or a missing, unknown, mistyped or out-of-range field; the message names the field but
  * never repeats a value the peer sent.
+ *
+ * <p>Text the worker sends for people to read is made safe here, where it is decoded, so that no
+ * caller sees it raw: READY's {@code version} and each of its {@code capabilities} (at most
+ * {@value #MAX_CAPABILITIES} of them) are capped at {@value ControlChars#SHORT_TEXT} characters,
+ * ERROR's {@code message} at {@value ControlChars#MESSAGE_TEXT}, and all of them have their
+ * control and bidi characters escaped ({@link ControlChars#guestText}). READY's nonce is only
+ * compared, never shown, and is kept as sent.
  */
 public final class Messages {
+
+    /** The most capabilities a READY is read with; the rest are summed up in one last entry. */
+    public static final int MAX_CAPABILITIES = 32;
 
     private static final Set<String> RENDER_FIELDS = Set.of("type", "width", "height", "dpi", "page", "background");
 
@@ -57,10 +68,16 @@ public final class Messages {
     public static Ready ready(Frame f) {
         expect(f, FrameKind.READY);
         List<String> caps = new ArrayList<>();
-        for (JsonNode c : f.header().path("capabilities")) {
-            caps.add(c.asText());
+        JsonNode sent = f.header().path("capabilities");
+        for (JsonNode c : sent) {
+            if (caps.size() == MAX_CAPABILITIES) {
+                caps.add("… (" + sent.size() + " capabilities in all)");
+                break;
+            }
+            caps.add(ControlChars.guestText(c.asText(), ControlChars.SHORT_TEXT));
         }
-        return new Ready(f.header().path("nonce").asText(""), f.header().path("version").asText(""), caps);
+        return new Ready(f.header().path("nonce").asText(""),
+                ControlChars.guestText(f.header().path("version").asText(""), ControlChars.SHORT_TEXT), caps);
     }
 
     /** The limits as the JSON object HELLO carries. */
@@ -175,7 +192,7 @@ public final class Messages {
     public static ErrorReply errorReply(Frame f) {
         expect(f, FrameKind.ERROR);
         return new ErrorReply(f.requestId(), ErrorCode.parse(f.header().path("code").asText(null)),
-                f.header().path("message").asText(""));
+                ControlChars.guestText(f.header().path("message").asText(""), ControlChars.MESSAGE_TEXT));
     }
 
     public static Frame toFrame(WorkerStatus s, long requestId) {

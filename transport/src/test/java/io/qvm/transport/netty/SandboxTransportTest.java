@@ -284,4 +284,32 @@ class SandboxTransportTest {
                 "the worker closes after GOODBYE");
         assertSame(t.kind(), t.kind());
     }
+
+    @ParameterizedTest
+    @EnumSource(value = Path_.class, names = {"SERIAL_EPOLL", "TCP"})
+    @Tag("security")
+    void textFromAHostileWorkerArrivesEscapedAndCapped(Path_ path) throws Exception {
+        String version = "9.9\u001b]0;owned\u0007\u001b[2J\r\nINFO forged\u202E" + "v".repeat(7_000);
+        SandboxTransport t = open(path, FakeWorker.builder().version(version)
+                .capabilities(List.of("echo", "svg\u001b[8m\u2066hidden")));
+        Ready ready = t.handshake(Hello.fresh(LIMITS), LONG);
+        assertTrue(ready.version().startsWith("9.9\\x1b]0;owned\\x07\\x1b[2J\\x0d\\x0aINFO forged<U+202E>vvv"),
+                ready.version());
+        assertTrue(ready.version().endsWith("… (" + version.length() + " characters in all)"), ready.version());
+        assertEquals(List.of("echo", "svg\\x1b[8m<U+2066>hidden"), ready.capabilities());
+        assertPrintable(ready.version());
+
+        String message = "bad document\r\n2026-01-01 WARN forged\u001b[31m\u009b2J" + "m".repeat(60_000);
+        worker.enqueue(Effect.error(ErrorCode.PARSE_ERROR, message));
+        WorkerErrorException e = assertInstanceOf(WorkerErrorException.class, failure(t.request(echo(new byte[1]))));
+        assertTrue(e.reply().message().startsWith("bad document\\x0d\\x0a2026-01-01 WARN forged\\x1b[31m\\x9b2J"),
+                e.reply().message());
+        assertTrue(e.reply().message().length() < 4096 + 40, "capped: " + e.reply().message().length());
+        assertPrintable(e.getMessage());
+    }
+
+    private static void assertPrintable(String s) {
+        assertTrue(s.codePoints().noneMatch(cp -> cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)
+                || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)), s);
+    }
 }
