@@ -242,8 +242,8 @@ public final class VmStart {
 
     /** Hands the parts to a sandbox (which from now on owns and releases them). */
     public QemuSandbox toSandbox(BootReport report) {
-        return new QemuSandbox(new QemuSandbox.Parts(id, config, report, qemu, qmp, transport, state, sockets,
-                console, extras), ctx.onClosed());
+        return new QemuSandbox(new QemuSandbox.Parts(id, config, limits(config), report, qemu, qmp, transport, state,
+                sockets, console, extras), ctx.onClosed());
     }
 
     public String id() {

@@ -180,6 +180,49 @@ public final class Messages {
         return new RenderResult(f.body(), (int) width, (int) height, longField(h, "renderMillis"));
     }
 
+    /**
+     * The host's decode of a RENDER_RESULT: {@link #renderResult(Frame)}, and then the PNG held
+     * to what the header claims, what was asked and the limits, before any caller sees it (the
+     * worker may be compromised by the document it rendered):
+     * <ul>
+     *   <li>the PNG's structure is sound, with nothing to inflate but its image data, and that
+     *   no larger than its size allows ({@link PngHeader#read});</li>
+     *   <li>its IHDR width and height are the header's {@code width} and {@code height};</li>
+     *   <li>neither side is above {@link Limits#maxSide()} and width × height is not above
+     *   {@link Limits#maxPixels()};</li>
+     *   <li>a width or height the request gave is the one delivered (the worker fits the
+     *   document into it exactly, {@link RenderRequest}).</li>
+     * </ul>
+     * So what a caller decodes is bounded: its image data inflates to {@link PngHeader#rawBytes()},
+     * its raster is at most {@code maxPixels} × 8 bytes (16-bit RGBA), and the PNG itself is at
+     * most the transport's {@code maxResponseBytes}.
+     *
+     * @throws IllegalArgumentException naming the first check that failed
+     */
+    public static RenderResult renderResult(Frame f, RenderRequest request, Limits limits) {
+        RenderResult r = renderResult(f);
+        PngHeader png = PngHeader.read(r.png());
+        if (png.width() != r.width() || png.height() != r.height()) {
+            throw new IllegalArgumentException("the PNG is " + png.width() + "x" + png.height()
+                    + " but the header says " + r.width() + "x" + r.height());
+        }
+        if (r.width() > limits.maxSide() || r.height() > limits.maxSide()) {
+            throw new IllegalArgumentException("the PNG is " + r.width() + "x" + r.height()
+                    + ", a side above maxSide " + limits.maxSide());
+        }
+        if ((long) r.width() * r.height() > limits.maxPixels()) {
+            throw new IllegalArgumentException("the PNG is " + r.width() + "x" + r.height() + " = "
+                    + (long) r.width() * r.height() + " pixels, above maxPixels " + limits.maxPixels());
+        }
+        if (request.width() != 0 && r.width() != request.width()
+                || request.height() != 0 && r.height() != request.height()) {
+            throw new IllegalArgumentException("the PNG is " + r.width() + "x" + r.height() + " but "
+                    + (request.width() == 0 ? "?" : request.width()) + "x"
+                    + (request.height() == 0 ? "?" : request.height()) + " was asked for");
+        }
+        return r;
+    }
+
     // ---- ERROR / STATUS_REPLY -----------------------------------------------------------------
 
     public static Frame toFrame(ErrorReply e) {
