@@ -122,6 +122,26 @@ class PngHeaderTest {
         assertEquals(2L * (1 + 2), binary.rawBytes(), "9 one-bit pixels pack into 2 bytes a row");
     }
 
+    /** Noise does not compress: ImageIO's image data then sits right at zlib's bound, and passes. */
+    @Test
+    void incompressibleImagesFromTheEncoderPassTheCompressedSizeBound() throws Exception {
+        java.util.Random r = new java.util.Random(11);
+        for (int[] size : new int[][] {{1000, 700}, {3, 3}, {4097, 5}}) {
+            for (int type : new int[] {BufferedImage.TYPE_INT_ARGB, BufferedImage.TYPE_INT_RGB}) {
+                BufferedImage noise = new BufferedImage(size[0], size[1], type);
+                for (int y = 0; y < size[1]; y++) {
+                    for (int x = 0; x < size[0]; x++) {
+                        noise.setRGB(x, y, r.nextInt());
+                    }
+                }
+                byte[] p = png(noise, false);
+                PngHeader h = PngHeader.read(p);
+                assertEquals(inflatedImageData(p), h.rawBytes());
+                assertTrue(p.length > h.rawBytes(), "really incompressible: " + p.length + " for " + h.rawBytes());
+            }
+        }
+    }
+
     /** rawBytes() is exactly what a decoder inflates, interlaced (Adam7) or not. */
     @ParameterizedTest
     @CsvSource({"1,1", "3,5", "8,8", "33,17", "100,1", "1,100", "257,129"})
