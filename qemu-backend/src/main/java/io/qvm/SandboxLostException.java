@@ -5,14 +5,17 @@ import java.util.Optional;
 
 /**
  * The sandbox was lost in the middle of a request: its VM or worker ended ({@link Reason#CRASHED}),
- * or the request overran the configured request deadline and the host stopped the sandbox
- * ({@link Reason#DEADLINE_EXCEEDED}). The sandbox is closed and cannot be reused; the evidence
- * (console and QEMU stderr tails, the worker's exit status) comes with the exception.
+ * the request overran the configured request deadline and the host stopped the sandbox
+ * ({@link Reason#DEADLINE_EXCEEDED}), or the worker answered with something the protocol forbids
+ * and the host stopped the sandbox ({@link Reason#PROTOCOL_VIOLATION}). The sandbox is closed and
+ * cannot be reused; the evidence (console and QEMU stderr tails, the worker's exit status) comes
+ * with the exception.
  *
  * <p>What a server does differently: the document may or may not be at fault. Retrying it once
  * on a fresh sandbox is reasonable (a {@link SandboxPool} does that for a crash), except when
- * {@link #outOfMemory()} says the document exhausted the worker's heap or the deadline passed:
- * the same document will do it again.
+ * {@link #outOfMemory()} says the document exhausted the worker's heap, the deadline passed, or
+ * the worker broke the protocol: the same document will do it again. A protocol violation is
+ * also worth a security log entry: a worker that lies was most likely taken over by the document.
  */
 public class SandboxLostException extends SandboxException {
     private static final long serialVersionUID = 1L;
@@ -25,7 +28,14 @@ public class SandboxLostException extends SandboxException {
         /** QEMU exited or the worker ended while the request was in flight. */
         CRASHED,
         /** The request overran the request deadline; the host stopped the sandbox. */
-        DEADLINE_EXCEEDED
+        DEADLINE_EXCEEDED,
+        /**
+         * The worker's answer broke the protocol — a PNG that is not what its header says or
+         * above the limits, a malformed or mismatched reply, a frame it began and never finished
+         * — so the worker is not to be trusted (the document may have compromised it); the host
+         * stopped the sandbox and handed nothing of the answer on. Not retried by a pool.
+         */
+        PROTOCOL_VIOLATION
     }
 
     private final Reason reason;

@@ -40,7 +40,9 @@ import java.util.function.Function;
  * {@link Builder#maxSandboxes} exist at once; a request waits at most
  * {@link Builder#acquireTimeout} for one. A sandbox that died or overran its deadline is dropped.
  * A render whose sandbox crashed is retried once in a fresh sandbox — except when the worker ran
- * out of memory on that document (exit status 3), which it would do again.
+ * out of memory on that document (exit status 3), which it would do again, and when the worker
+ * broke the protocol ({@link SandboxLostException.Reason#PROTOCOL_VIOLATION}: a worker the
+ * document may have taken over gets no second one).
  *
  * <pre>{@code
  * try (QemuVmBackend backend = QemuVmBackend.create();
@@ -107,7 +109,7 @@ public final class SandboxPool implements AutoCloseable {
      * @param started    sandboxes that cold-booted
      * @param restored   sandboxes restored from a template
      * @param recycled   sandboxes closed because the policy said so (not because they failed)
-     * @param crashed    sandboxes that died under a request
+     * @param crashed    sandboxes that died under a request (or broke the protocol and were stopped)
      * @param timedOut   requests that overran the request deadline (their sandbox was stopped)
      * @param requests   requests handed a sandbox
      * @param retried    renders retried in a fresh sandbox after a crash
@@ -239,8 +241,8 @@ public final class SandboxPool implements AutoCloseable {
         try {
             return run(key, s -> s.render(request));
         } catch (SandboxLostException first) {
-            if (first.outOfMemory() || first.reason() == SandboxLostException.Reason.DEADLINE_EXCEEDED) {
-                throw first; // the same document would exhaust or overrun the next worker too
+            if (first.outOfMemory() || first.reason() != SandboxLostException.Reason.CRASHED) {
+                throw first; // the same document would exhaust, overrun or take over the next worker too
             }
             retried.incrementAndGet();
             LOG.log(System.Logger.Level.WARNING, "a sandbox died during a render; retrying once in a fresh "

@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.RenderResult;
 import io.qvm.transport.testing.FakeWorker;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -63,6 +64,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *  qmpGreeting=false     the QMP socket accepts but never greets
  *  exitAtStart=N         exit with status N at once, after one line on stderr
  *  consoleNoise=TEXT     the worker prints TEXT (one line) on the console before it exits
+ *  renderPng=WxH         RENDER is answered with a real W×H PNG …
+ *  renderReports=WxH     … whose RENDER_RESULT header says W×H (default: the PNG's size; set it
+ *                        to something else for a worker that lies)
  * </pre>
  */
 public final class FakeQemu {
@@ -170,8 +174,14 @@ public final class FakeQemu {
                 event(phase(Phase.RUNSC, "0.90"));
             }
         }
-        FakeWorker worker = FakeWorker.builder().answerHello(!dies && initError == null)
-                .unix(Path.of(chardevPaths.get("qvmw")));
+        FakeWorker.Builder script = FakeWorker.builder().answerHello(!dies && initError == null);
+        String png = scenario.getProperty("renderPng");
+        if (png != null) {
+            int[] real = size(png);
+            int[] said = size(scenario.getProperty("renderReports", png));
+            script.renders(new RenderResult(png(real[0], real[1]), said[0], said[1], 5));
+        }
+        FakeWorker worker = script.unix(Path.of(chardevPaths.get("qvmw")));
         serve("qmp", this::qmpSession);
         serve("qvmc", this::controlSession);
         if (!incoming && initError != null) {
@@ -196,6 +206,19 @@ public final class FakeQemu {
             powerOff(worker, 0);
         }
         Thread.sleep(Long.MAX_VALUE);
+    }
+
+    private static int[] size(String wxh) {
+        String[] p = wxh.split("x");
+        return new int[] {Integer.parseInt(p[0]), Integer.parseInt(p[1])};
+    }
+
+    /** A real PNG of that size, as the worker's encoder writes one. */
+    private static byte[] png(int width, int height) throws IOException {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        javax.imageio.ImageIO.write(new java.awt.image.BufferedImage(width, height,
+                java.awt.image.BufferedImage.TYPE_INT_ARGB), "png", out);
+        return out.toByteArray();
     }
 
     /** An event as the init writes it ({@link InitEvents}). */

@@ -226,6 +226,12 @@ final class FakeSandboxBackend implements SandboxBackend {
             return this;
         }
 
+        /** The worker answers the next request with a reply of the right kind but no valid header. */
+        FakeSandbox breakProtocolOnNextRequest() {
+            worker.enqueue(Effect.replyWithBody(8));
+            return this;
+        }
+
         /** The worker never answers the next request. */
         FakeSandbox stallNextRequest() {
             worker.enqueue(Effect.stall());
@@ -267,7 +273,14 @@ final class FakeSandboxBackend implements SandboxBackend {
 
         @Override
         public RenderResult render(RenderRequest request) {
-            return Messages.renderResult(call(Messages.toFrame(request, 0), "render"));
+            Frame reply = call(Messages.toFrame(request, 0), "render");
+            try {
+                return Messages.renderResult(reply);
+            } catch (IllegalArgumentException e) { // as QemuSandbox: the worker broke the protocol
+                close();
+                throw new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id
+                        + ": the worker's answer to the render request breaks the protocol (" + e.getMessage() + ")", e);
+            }
         }
 
         @Override

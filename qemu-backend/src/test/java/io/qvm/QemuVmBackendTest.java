@@ -13,6 +13,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.stream.Stream;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -136,6 +138,45 @@ class QemuVmBackendTest {
                     () -> backend.start(FakeQemuHost.config().build()));
             assertTrue(e.getMessage().contains("the guest init failed: cannot mount the worker's tmpfs"), e.getMessage());
             assertEquals(1, host.boots());
+        }
+    }
+
+    /** The host checks the PNG a worker returns: an honest one within the limits is handed on… */
+    @Test
+    @Tag("security")
+    void aPngIsCheckedAgainstItsHeaderAndTheLimitsBeforeTheCallerGetsIt() throws Exception {
+        host.set("renderPng", "64x48");
+        byte[] svg = "<svg xmlns='http://www.w3.org/2000/svg' width='64' height='48'/>".getBytes();
+        try (QemuVmBackend backend = host.backend().templates(false).build()) {
+            try (Sandbox s = backend.start(FakeQemuHost.config().build())) {
+                RenderResult r = s.render(RenderRequest.svg(svg));
+                assertEquals(64, r.width());
+                assertEquals(48, r.height());
+                assertTrue(s.isAlive());
+            }
+            // … and the same honest PNG is refused by a sandbox whose limits it breaks
+            try (Sandbox s = backend.start(FakeQemuHost.config().maxSide(50).build())) {
+                SandboxLostException e = assertThrows(SandboxLostException.class, () -> s.render(RenderRequest.svg(svg)));
+                assertEquals(SandboxLostException.Reason.PROTOCOL_VIOLATION, e.reason());
+                assertTrue(e.getMessage().contains("a side above maxSide 50"), e.getMessage());
+                assertFalse(s.isAlive(), "the sandbox was stopped");
+            }
+        }
+    }
+
+    /** … and a worker that lies about its PNG's size loses its sandbox; the caller gets no PNG. */
+    @Test
+    @Tag("security")
+    void aWorkerThatLiesAboutItsPngLosesTheSandbox() throws Exception {
+        host.set("renderPng", "4000x3000").set("renderReports", "40x30");
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            SandboxLostException e = assertThrows(SandboxLostException.class,
+                    () -> s.render(RenderRequest.svg("<svg/>".getBytes()).withSize(40, 30)));
+            assertEquals(SandboxLostException.Reason.PROTOCOL_VIOLATION, e.reason());
+            assertTrue(e.getMessage().contains("the PNG is 4000x3000 but the header says 40x30"), e.getMessage());
+            assertFalse(s.isAlive(), "the sandbox was stopped");
+            assertThrows(SandboxLostException.class, () -> s.echo(new byte[1]), "and stays unusable");
         }
     }
 

@@ -348,6 +348,22 @@ class SandboxPoolTest {
     }
 
     @Test
+    @Tag("security")
+    void aWorkerThatBrokeTheProtocolIsNotRetried() {
+        pool = builder().recycle(Recycle.afterRequests(10)).build();
+        backend.nextSandbox(FakeSandbox::breakProtocolOnNextRequest);
+        SandboxLostException e = assertThrows(SandboxLostException.class,
+                () -> pool.render(RenderRequest.svg(doc("hostile"))));
+        assertEquals(SandboxLostException.Reason.PROTOCOL_VIOLATION, e.reason());
+        PoolStats st = pool.stats();
+        assertEquals(0, st.retried(), "a worker the document may have taken over gets no second one");
+        assertEquals(1, st.crashed());
+        assertEquals(1, backend.starts());
+        assertTrue(backend.sandboxes().get(0).closed());
+        assertEquals(0, pool.live());
+    }
+
+    @Test
     void aSecondCrashEndsTheRenderWithTheFirstSuppressed() {
         pool = builder().recycle(Recycle.afterRequests(10)).build();
         backend.nextSandbox(s -> s.crashOnNextRequest(null)).nextSandbox(s -> s.crashOnNextRequest(1));

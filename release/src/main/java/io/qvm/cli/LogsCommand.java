@@ -1,6 +1,6 @@
 package io.qvm.cli;
 
-import io.qvm.backend.internal.ControlChars;
+import io.qvm.protocol.util.ControlChars;
 import io.qvm.backend.process.StateDirectory;
 import java.io.IOException;
 import java.io.PrintWriter;

@@ -5,8 +5,8 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * The transport's one failure: no connection to the worker could be made, the connection is gone,
- * or the handshake did not complete. {@link #reason()} says which; the message names the endpoint
+ * The transport's one failure: no connection to the worker could be made, the connection is gone
+ * (or was dropped because a frame stalled), or the handshake did not complete. {@link #reason()} says which; the message names the endpoint
  * or the session and what to look at. Frames the transport refuses fail with the protocol's
  * {@link io.qvm.protocol.FrameException}, and a worker's typed answer with
  * {@link WorkerErrorException}. In every case the usual reaction is the same: close the transport
@@ -34,7 +34,15 @@ public class TransportException extends IOException {
          * start, or the guest has not opened its port yet — look at the guest console); bytes
          * without frames mean noise on the port; frames mean a stale or out-of-turn worker.
          */
-        HANDSHAKE_TIMEOUT
+        HANDSHAKE_TIMEOUT,
+        /**
+         * The worker began a frame and stopped sending it: after its prefix, no byte arrived for
+         * the stall timeout. The host dropped the connection rather than keep the half frame (and
+         * wait for it) any longer; every pending request fails with this reason. A worker that
+         * does this is stuck or hostile: replace the sandbox. The message names the frame's
+         * request id and how many of its declared bytes came.
+         */
+        FRAME_STALLED
     }
 
     private final Reason reason;
@@ -56,6 +64,14 @@ public class TransportException extends IOException {
                 + " stale or rejected bytes and " + discardedFrames + " frames"
                 + (discardedSummary.isEmpty() ? "" : " (" + discardedSummary + ")")
                 + ". Check that the worker started (guest console) and that host and image are from the same release");
+    }
+
+    /** The {@link Reason#FRAME_STALLED} failure of frame {@code requestId}. */
+    public static TransportException frameStalled(long requestId, long receivedBytes, long declaredBytes,
+            Duration stallTimeout) {
+        return new TransportException(Reason.FRAME_STALLED, "frame " + requestId + " stalled: " + receivedBytes
+                + " of its " + declaredBytes + " bytes after the prefix arrived, then nothing for " + stallTimeout
+                + "; the connection to the worker was dropped (the worker is stuck or hostile: replace the sandbox)");
     }
 
     public Reason reason() {

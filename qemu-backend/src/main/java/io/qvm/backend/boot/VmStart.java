@@ -242,8 +242,8 @@ public final class VmStart {
 
     /** Hands the parts to a sandbox (which from now on owns and releases them). */
     public QemuSandbox toSandbox(BootReport report) {
-        return new QemuSandbox(new QemuSandbox.Parts(id, config, report, qemu, qmp, transport, state, sockets,
-                console, extras), ctx.onClosed());
+        return new QemuSandbox(new QemuSandbox.Parts(id, config, limits(config), report, qemu, qmp, transport, state,
+                sockets, console, extras), ctx.onClosed());
     }
 
     public String id() {
@@ -337,8 +337,9 @@ public final class VmStart {
                     .append(" s before the init ran runsc (a TCG guest occasionally hangs early in its boot)");
         } else if (initError != null) {
             why.append("the guest init failed: ").append(initError);
-        } else if ((e instanceof TransportException t && t.reason() != TransportException.Reason.CLOSED
-                || e instanceof QmpConnectException) && exited == null) {
+        } else if ((e instanceof TransportException t && (t.reason() == TransportException.Reason.HANDSHAKE_TIMEOUT
+                || t.reason() == TransportException.Reason.CONNECT_FAILED) || e instanceof QmpConnectException)
+                && exited == null) {
             why.append("no answer within the boot deadline of ").append(config.bootTimeout().toSeconds())
                     .append(" s (").append(e.getMessage()).append(")");
         } else {

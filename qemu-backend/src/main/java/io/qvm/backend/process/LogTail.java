@@ -1,6 +1,6 @@
 package io.qvm.backend.process;
 
-import io.qvm.backend.internal.ControlChars;
+import io.qvm.protocol.util.ControlChars;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;

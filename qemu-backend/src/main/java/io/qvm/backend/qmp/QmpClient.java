@@ -4,7 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.qvm.backend.internal.ControlChars;
+import io.qvm.protocol.util.ControlChars;
 import io.qvm.protocol.util.Retry;
 import java.io.EOFException;
 import java.io.IOException;

@@ -1,8 +1,8 @@
 package io.qvm.backend.sandbox;
 
-import io.qvm.backend.internal.ControlChars;
 import io.qvm.protocol.image.InitEvents;
 import io.qvm.protocol.image.InitEvents.Phase;
+import io.qvm.protocol.util.ControlChars;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;

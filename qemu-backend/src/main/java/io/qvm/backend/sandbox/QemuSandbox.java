@@ -16,11 +16,14 @@ import io.qvm.backend.process.StopLadder;
 import io.qvm.backend.process.StopReport;
 import io.qvm.backend.qmp.QmpClient;
 import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameCorruptException;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.FrameTooLargeException;
+import io.qvm.protocol.Limits;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
 import io.qvm.transport.SandboxTransport;
+import io.qvm.transport.TransportException;
 import io.qvm.transport.WorkerErrorException;
 import io.qvm.protocol.WorkerStatus;
 import java.io.IOException;
@@ -43,6 +46,11 @@ import java.util.function.Consumer;
  * <p>Stopping climbs a ladder: GOODBYE to the worker (it exits, the guest init powers off and
  * QEMU exits by itself), then QMP {@code quit}, then SIGTERM, then SIGKILL — each rung with its
  * deadline. After a request timeout the GOODBYE rung is skipped: the worker is busy.
+ *
+ * <p>The worker is trusted with nothing: a render result is checked against its own header, the
+ * request and the {@link Limits} the sandbox was opened with before it is returned
+ * ({@link Messages#renderResult(Frame, RenderRequest, Limits)}), and an answer that breaks the
+ * protocol stops the sandbox with {@link SandboxLostException.Reason#PROTOCOL_VIOLATION}.
  */
 public final class QemuSandbox implements Sandbox {
 
@@ -50,6 +58,7 @@ public final class QemuSandbox implements Sandbox {
 
     private final String id;
     private final SandboxConfig config;
+    private final Limits limits;
     private final BootReport bootReport;
     private final QemuProcess qemu;
     private final QmpClient qmp;
@@ -64,15 +73,19 @@ public final class QemuSandbox implements Sandbox {
     private final Object requestLock = new Object();
     private volatile StopReport stopReport;
 
-    /** Everything a started sandbox owns; the backend builds it once the handshake succeeded. */
-    public record Parts(String id, SandboxConfig config, BootReport bootReport, QemuProcess qemu, QmpClient qmp,
-            SandboxTransport transport, SandboxState state, SocketPaths sockets, GuestWatcher console,
+    /**
+     * Everything a started sandbox owns; the backend builds it once the handshake succeeded.
+     * {@code limits} are the ones its HELLO carried: the worker's answers are held to them.
+     */
+    public record Parts(String id, SandboxConfig config, Limits limits, BootReport bootReport, QemuProcess qemu,
+            QmpClient qmp, SandboxTransport transport, SandboxState state, SocketPaths sockets, GuestWatcher console,
             List<AutoCloseable> extras) {
     }
 
     public QemuSandbox(Parts p, Consumer<QemuSandbox> onClosed) {
         this.id = p.id();
         this.config = p.config();
+        this.limits = p.limits();
         this.bootReport = p.bootReport();
         this.qemu = p.qemu();
         this.qmp = p.qmp();
@@ -111,10 +124,11 @@ public final class QemuSandbox implements Sandbox {
 
     @Override
     public WorkerStatus status() {
+        Frame reply = call(Frame.of(FrameKind.STATUS, 0, (ObjectNode) null), "status");
         try {
-            return Messages.workerStatus(call(Frame.of(FrameKind.STATUS, 0, (ObjectNode) null), "status"));
+            return Messages.workerStatus(reply);
         } catch (IllegalArgumentException e) {
-            throw new SandboxException("sandbox " + id + ": the worker's status is malformed: " + e.getMessage());
+            throw violation("status", e.getMessage(), e);
         }
     }
 
@@ -137,9 +151,9 @@ public final class QemuSandbox implements Sandbox {
     public RenderResult render(RenderRequest request) {
         Frame reply = call(Messages.toFrame(request, 0), "render");
         try {
-            return Messages.renderResult(reply);
+            return Messages.renderResult(reply, request, limits);
         } catch (IllegalArgumentException e) {
-            throw new SandboxException("sandbox " + id + ": the worker's render result is malformed: " + e.getMessage());
+            throw violation("render", e.getMessage(), e);
         }
     }
 
@@ -181,6 +195,10 @@ public final class QemuSandbox implements Sandbox {
             return new RenderFailedException(ErrorCode.TOO_LARGE, what + " " + t.getMessage()
                     + " (limits come from SandboxConfig.maxRequestBytes / maxResponseBytes)");
         }
+        if (cause instanceof FrameCorruptException
+                || cause instanceof TransportException t && t.reason() == TransportException.Reason.FRAME_STALLED) {
+            return violation(what, cause.getMessage(), cause);
+        }
         // The connection is gone: QEMU died, or the worker ended (the guest then powers off).
         qemu.onExit().completeOnTimeout(null, 5, TimeUnit.SECONDS).join();
         console.poll();
@@ -197,6 +215,20 @@ public final class QemuSandbox implements Sandbox {
         stop(false);
         return new SandboxLostException(SandboxLostException.Reason.CRASHED, "sandbox " + id + " died during the " + what + " request (" + how + worker
                 + "): " + cause.getMessage(), cause, consoleTail, stderrTail, console.workerExitStatus().orElse(null));
+    }
+
+    /**
+     * The worker's answer broke the protocol: stops the sandbox without a GOODBYE (its worker is
+     * not to be trusted with one) and returns the failure that says so.
+     */
+    private SandboxLostException violation(String what, String problem, Throwable cause) {
+        String consoleTail = qemu.consoleTail(QemuProcess.TAIL_BYTES);
+        String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
+        stop(false);
+        return new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id
+                + ": the worker's answer to the " + what + " request breaks the protocol (" + problem + "); the sandbox"
+                + " was stopped and nothing of the answer is passed on. Its worker is not to be trusted: the document"
+                + " may have compromised it", cause, consoleTail, stderrTail, console.workerExitStatus().orElse(null));
     }
 
     private void ensureOpen() {

@@ -1,6 +1,7 @@
 package io.qvm.protocol;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.qvm.protocol.util.GrowingBytes;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -15,6 +16,9 @@ import java.util.Objects;
  * CRC-32C both match, and counts what it skipped ({@link #discardedBytes()}). A frame whose
  * prefix is sound but whose lengths exceed the limits is skipped without allocation and reported
  * as {@link FrameTooLargeException}; the next {@link #read()} goes on with the following frame.
+ * An accepted frame's header and body are not allocated at their declared lengths either: they
+ * grow as the bytes arrive ({@link GrowingBytes}), so a peer that declares a large body and
+ * stops after a few bytes holds little memory while the reader waits.
  *
  * <p>A rejected frame is reported <em>before</em> its bytes are skipped: the exception comes as
  * soon as the prefix is read (so a worker can answer TOO_LARGE while the oversize body is still
@@ -130,16 +134,13 @@ public final class FrameReader {
     }
 
     private byte[] readExactly(int length, long requestId) throws IOException {
-        byte[] out = new byte[length];
-        int off = 0;
-        while (off < length) {
-            int n = in.read(out, off, length - off);
-            if (n < 0) {
-                throw truncated(requestId, off, length);
+        GrowingBytes out = new GrowingBytes(length);
+        while (!out.isComplete()) {
+            if (out.readFrom(in) < 0) {
+                throw truncated(requestId, out.filled(), length);
             }
-            off += n;
         }
-        return out;
+        return out.toArray();
     }
 
     private void skip(long length, long requestId) throws IOException {

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.qvm.protocol.util.ControlChars;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -18,8 +19,18 @@ import java.util.Set;
  * <p>Every {@code decode} method throws {@link IllegalArgumentException} for a frame of another
  * kind or a missing, unknown, mistyped or out-of-range field; the message names the field but
  * never repeats a value the peer sent.
+ *
+ * <p>Text the worker sends for people to read is made safe here, where it is decoded, so that no
+ * caller sees it raw: READY's {@code version} and each of its {@code capabilities} (at most
+ * {@value #MAX_CAPABILITIES} of them) are capped at {@value ControlChars#SHORT_TEXT} characters,
+ * ERROR's {@code message} at {@value ControlChars#MESSAGE_TEXT}, and all of them have their
+ * control and bidi characters escaped ({@link ControlChars#guestText}). READY's nonce is only
+ * compared, never shown, and is kept as sent.
  */
 public final class Messages {
+
+    /** The most capabilities a READY is read with; the rest are summed up in one last entry. */
+    public static final int MAX_CAPABILITIES = 32;
 
     private static final Set<String> RENDER_FIELDS = Set.of("type", "width", "height", "dpi", "page", "background");
 
@@ -57,10 +68,16 @@ public final class Messages {
     public static Ready ready(Frame f) {
         expect(f, FrameKind.READY);
         List<String> caps = new ArrayList<>();
-        for (JsonNode c : f.header().path("capabilities")) {
-            caps.add(c.asText());
+        JsonNode sent = f.header().path("capabilities");
+        for (JsonNode c : sent) {
+            if (caps.size() == MAX_CAPABILITIES) {
+                caps.add("… (" + sent.size() + " capabilities in all)");
+                break;
+            }
+            caps.add(ControlChars.guestText(c.asText(), ControlChars.SHORT_TEXT));
         }
-        return new Ready(f.header().path("nonce").asText(""), f.header().path("version").asText(""), caps);
+        return new Ready(f.header().path("nonce").asText(""),
+                ControlChars.guestText(f.header().path("version").asText(""), ControlChars.SHORT_TEXT), caps);
     }
 
     /** The limits as the JSON object HELLO carries. */
@@ -163,6 +180,49 @@ public final class Messages {
         return new RenderResult(f.body(), (int) width, (int) height, longField(h, "renderMillis"));
     }
 
+    /**
+     * The host's decode of a RENDER_RESULT: {@link #renderResult(Frame)}, and then the PNG held
+     * to what the header claims, what was asked and the limits, before any caller sees it (the
+     * worker may be compromised by the document it rendered):
+     * <ul>
+     *   <li>the PNG's structure is sound, with nothing to inflate but its image data, and that
+     *   no larger than its size allows ({@link PngHeader#read});</li>
+     *   <li>its IHDR width and height are the header's {@code width} and {@code height};</li>
+     *   <li>neither side is above {@link Limits#maxSide()} and width × height is not above
+     *   {@link Limits#maxPixels()};</li>
+     *   <li>a width or height the request gave is the one delivered (the worker fits the
+     *   document into it exactly, {@link RenderRequest}).</li>
+     * </ul>
+     * So what a caller decodes is bounded: its image data inflates to {@link PngHeader#rawBytes()},
+     * its raster is at most {@code maxPixels} × 8 bytes (16-bit RGBA), and the PNG itself is at
+     * most the transport's {@code maxResponseBytes}.
+     *
+     * @throws IllegalArgumentException naming the first check that failed
+     */
+    public static RenderResult renderResult(Frame f, RenderRequest request, Limits limits) {
+        RenderResult r = renderResult(f);
+        PngHeader png = PngHeader.read(r.png());
+        if (png.width() != r.width() || png.height() != r.height()) {
+            throw new IllegalArgumentException("the PNG is " + png.width() + "x" + png.height()
+                    + " but the header says " + r.width() + "x" + r.height());
+        }
+        if (r.width() > limits.maxSide() || r.height() > limits.maxSide()) {
+            throw new IllegalArgumentException("the PNG is " + r.width() + "x" + r.height()
+                    + ", a side above maxSide " + limits.maxSide());
+        }
+        if ((long) r.width() * r.height() > limits.maxPixels()) {
+            throw new IllegalArgumentException("the PNG is " + r.width() + "x" + r.height() + " = "
+                    + (long) r.width() * r.height() + " pixels, above maxPixels " + limits.maxPixels());
+        }
+        if (request.width() != 0 && r.width() != request.width()
+                || request.height() != 0 && r.height() != request.height()) {
+            throw new IllegalArgumentException("the PNG is " + r.width() + "x" + r.height() + " but "
+                    + (request.width() == 0 ? "?" : request.width()) + "x"
+                    + (request.height() == 0 ? "?" : request.height()) + " was asked for");
+        }
+        return r;
+    }
+
     // ---- ERROR / STATUS_REPLY -----------------------------------------------------------------
 
     public static Frame toFrame(ErrorReply e) {
@@ -175,7 +235,7 @@ public final class Messages {
     public static ErrorReply errorReply(Frame f) {
         expect(f, FrameKind.ERROR);
         return new ErrorReply(f.requestId(), ErrorCode.parse(f.header().path("code").asText(null)),
-                f.header().path("message").asText(""));
+                ControlChars.guestText(f.header().path("message").asText(""), ControlChars.MESSAGE_TEXT));
     }
 
     public static Frame toFrame(WorkerStatus s, long requestId) {

@@ -17,7 +17,9 @@ import java.util.Objects;
  *  body          bytes    the PNG (starts with the PNG signature)
  * </pre>
  *
- * The PNG array is not copied.
+ * The PNG array is not copied. This record checks only the signature; the host checks the PNG's
+ * header and chunk list against the header fields, the request and the limits before it hands a
+ * result on ({@link Messages#renderResult(Frame, RenderRequest, Limits)}).
  *
  * @param png the encoded image
  * @param width image width in pixels

@@ -160,6 +160,20 @@ class FrameReaderTest {
         assertEquals(28 + gib, r.rejectedBytes());
     }
 
+    /** A peer declares 64 MiB and sends a thousand bytes: the reader never holds 64 MiB for it. */
+    @Test
+    @Tag("security")
+    void aBodyDeclaredLargeButCutShortIsNeverAllocatedAtItsDeclaredLength() throws Exception {
+        byte[] prefix = RawFrames.prefix(1, 0x10, 0, 61, 0, 64 << 20);
+        FrameReader r = new FrameReader(new ByteArrayInputStream(RawFrames.concat(prefix, new byte[1000])),
+                FrameLimits.ofBody(64 << 20));
+        long before = RawFrames.allocatedBytes();
+        FrameTruncatedException e = assertThrows(FrameTruncatedException.class, r::read);
+        assertTrue(e.getMessage().contains("1000 of " + (64 << 20)), e.getMessage());
+        assertTrue(RawFrames.allocatedBytes() - before < (1 << 20),
+                "allocated " + (RawFrames.allocatedBytes() - before) + " bytes for a thousand received");
+    }
+
     @Test
     void truncatedFramesAreReportedAsSuch() throws Exception {
         byte[] all = encode(echo(51, 100));

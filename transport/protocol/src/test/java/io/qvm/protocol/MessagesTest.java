@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
 
 /** {@link RenderRequest} and {@link RenderResult}: round trips and header validation. */
 @Tag("unit")
+@Tag("security")
 class MessagesTest {
 
     private static final byte[] PNG = {(byte) 0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0, 0};
@@ -101,5 +102,57 @@ class MessagesTest {
         Frame noFormat = Messages.toFrame(r, 2);
         noFormat.header().remove("format");
         assertThrows(IllegalArgumentException.class, () -> Messages.renderResult(noFormat));
+    }
+
+    // ---- guest text ---------------------------------------------------------------------------
+
+    /** What a compromised worker would put in a string: terminal escapes, forged lines, bidi. */
+    private static final String HOSTILE = "ok\u001b]0;pwned\u0007\u001b[2J\r\n2026-01-01 INFO forged line"
+            + "\u202Egnp.exe\u2066\u0085\u009b31m";
+    private static final String HOSTILE_ESCAPED = "ok\\x1b]0;pwned\\x07\\x1b[2J\\x0d\\x0a2026-01-01 INFO forged line"
+            + "<U+202E>gnp.exe<U+2066>\\x85\\x9b31m";
+
+    @Test
+    void readyVersionAndCapabilitiesAreEscapedAndCapped() {
+        ObjectNode h = JsonNodeFactory.instance.objectNode();
+        h.put("nonce", "n1");
+        h.put("version", HOSTILE);
+        var caps = h.putArray("capabilities");
+        caps.add(HOSTILE);
+        caps.add("x".repeat(60_000));
+        Ready r = Messages.ready(Frame.of(FrameKind.READY, 0, h));
+        assertEquals("n1", r.nonce());
+        assertEquals(HOSTILE_ESCAPED, r.version());
+        assertEquals(HOSTILE_ESCAPED, r.capabilities().get(0));
+        assertEquals("x".repeat(128) + "… (60000 characters in all)", r.capabilities().get(1));
+        h.put("version", "v".repeat(65_000));
+        assertEquals("v".repeat(128) + "… (65000 characters in all)", Messages.ready(Frame.of(FrameKind.READY, 0, h)).version());
+    }
+
+    @Test
+    void readyKeepsAtMostThirtyTwoCapabilities() {
+        ObjectNode h = JsonNodeFactory.instance.objectNode();
+        h.put("nonce", "n1");
+        h.put("version", "v");
+        var caps = h.putArray("capabilities");
+        for (int i = 0; i < 20_000; i++) {
+            caps.add("c" + i);
+        }
+        Ready r = Messages.ready(Frame.of(FrameKind.READY, 0, h));
+        assertEquals(Messages.MAX_CAPABILITIES + 1, r.capabilities().size());
+        assertEquals("c31", r.capabilities().get(31));
+        assertEquals("… (20000 capabilities in all)", r.capabilities().get(32));
+    }
+
+    @Test
+    void errorMessagesAreEscapedAndCappedAtFourKibibytes() {
+        ErrorReply e = Messages.errorReply(Messages.toFrame(new ErrorReply(7, ErrorCode.PARSE_ERROR, HOSTILE)));
+        assertEquals(HOSTILE_ESCAPED, e.message());
+        assertEquals(ErrorCode.PARSE_ERROR, e.code());
+        String big = "E".repeat(64 * 1024 - 100);
+        String capped = Messages.errorReply(Messages.toFrame(new ErrorReply(8, ErrorCode.INTERNAL, big))).message();
+        assertEquals("E".repeat(4096) + "… (" + big.length() + " characters in all)", capped);
+        assertEquals("plain message, café", Messages.errorReply(Messages.toFrame(
+                new ErrorReply(9, ErrorCode.INTERNAL, "plain message, café"))).message(), "ordinary text is untouched");
     }
 }

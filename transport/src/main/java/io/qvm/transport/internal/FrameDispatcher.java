@@ -48,6 +48,11 @@ public final class FrameDispatcher implements SandboxTransport {
         /** Bytes the link's decoder skipped (stale + rejected). */
         long discardedBytes();
 
+        /** Bytes the link's decoder holds for a frame still arriving (0 between frames). */
+        default long bufferedBytes() {
+            return 0;
+        }
+
         /** Releases the connection and every thread it owns; idempotent, callable from any thread. */
         void close();
     }
@@ -255,8 +260,16 @@ public final class FrameDispatcher implements SandboxTransport {
         reply.completeExceptionally(reason);
     }
 
-    /** The connection ended; {@code cause} says how (null: the peer closed it cleanly). */
+    /**
+     * The connection ended; {@code cause} says how (null: the peer closed it cleanly). A
+     * {@link TransportException} cause (the link dropped the connection for a typed reason, e.g.
+     * {@link TransportException.Reason#FRAME_STALLED}) is what every pending request fails with.
+     */
     public void onLinkClosed(Throwable cause) {
+        if (cause instanceof TransportException typed) {
+            shutdown(typed, false);
+            return;
+        }
         Throwable why = cause != null ? cause : new EOFException("the peer closed the connection");
         shutdown(new TransportException(TransportException.Reason.CLOSED, "the " + kind + " connection to the worker was lost: " + why, why), false);
     }
@@ -311,6 +324,15 @@ public final class FrameDispatcher implements SandboxTransport {
     @Override
     public long discardedFrames() {
         return discardedFrames.get();
+    }
+
+    /**
+     * Bytes held for a frame from the worker that is still arriving (diagnostics and tests): what
+     * a peer that declared a large frame and stopped costs the host.
+     */
+    public long bufferedBytes() {
+        Link l = link;
+        return l == null ? 0 : l.bufferedBytes();
     }
 
     /** How many requests wait for a reply (diagnostics and tests). */

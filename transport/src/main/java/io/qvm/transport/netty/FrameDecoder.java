@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
+import io.netty.util.concurrent.ScheduledFuture;
 import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameCodec;
 import io.qvm.protocol.FrameCorruptException;
@@ -11,8 +12,12 @@ import io.qvm.protocol.FrameException;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.FrameLimits;
 import io.qvm.protocol.FrameTruncatedException;
+import io.qvm.protocol.util.GrowingBytes;
+import io.qvm.transport.TransportException;
+import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Splits a byte stream into {@link Frame}s (format: {@link FrameCodec}), distrusting every byte.
@@ -33,13 +38,22 @@ import java.util.Objects;
  *   match; otherwise one byte is dropped (and every byte up to the next {@code 'Q'}), counted in
  *   {@link #staleBytes()}. A fake magic inside stale bytes costs a checksum, nothing more.</li>
  *   <li><b>Limits before allocation.</b> The header and body lengths are checked against the
- *   {@link FrameLimits} before anything is allocated. A frame above them puts the decoder in
+ *   {@link FrameLimits} before anything is allocated, and an accepted length is still not
+ *   allocated up front (below). A frame above them puts the decoder in
  *   <em>discard mode</em>: a {@link RejectedFrame} carrying the request id goes downstream at
  *   once, and the frame's bytes are skipped as they arrive (never buffered) until the next frame.
  *   The same happens for a sound prefix with a wrong version, reserved flags, an unknown kind or
  *   a header that is not a JSON object.</li>
- *   <li><b>No cumulation of bodies.</b> The body is copied into its final array as the bytes
- *   arrive, so a 16 MiB frame never sits in the cumulation buffer.</li>
+ *   <li><b>Memory follows the bytes, not the declaration.</b> The header (at most
+ *   {@code maxHeaderBytes}) waits in Netty's cumulation buffer; the body is copied out of it as
+ *   the bytes arrive, into an array that grows with them ({@link GrowingBytes}: at most twice
+ *   what arrived, at least 64 KiB, exactly the body's length once complete). A peer that
+ *   declares 64 MiB and sends ten bytes holds 64 KiB ({@link #bufferedBytes()}).</li>
+ *   <li><b>Stalls.</b> A frame whose bytes stop coming — its prefix arrived, and then nothing for
+ *   the stall timeout ({@link #DEFAULT_STALL_TIMEOUT} unless given) — is dropped with the
+ *   connection: the decoder fires a {@link TransportException} with reason
+ *   {@link TransportException.Reason#FRAME_STALLED} and closes the channel. The timer runs on the
+ *   channel's event loop and is armed only while a frame is incomplete after a read.</li>
  *   <li><b>End of stream.</b> A stream that ends inside a frame gives a {@link RejectedFrame} with
  *   {@link FrameTruncatedException}; one that ends inside stale bytes just counts them.</li>
  * </ul>
@@ -48,25 +62,55 @@ import java.util.Objects;
  */
 public final class FrameDecoder extends ByteToMessageDecoder {
 
+    /**
+     * How long a frame may wait for its next byte before it is dropped with the connection. Long
+     * enough for any honest writer (the worker writes a frame in one go; virtio-serial carries
+     * 8.5 MB/s or more), short enough not to keep a stuck sandbox's half frame for long.
+     */
+    public static final Duration DEFAULT_STALL_TIMEOUT = Duration.ofSeconds(30);
+
     private enum State { SCAN, HEADER, BODY, DISCARD }
 
     private final FrameLimits limits;
+    private final Duration stallTimeout;
+    private final long stallNanos;
 
     private State state = State.SCAN;
     private FrameCodec.Prefix prefix;
     private FrameKind kind;
     private ObjectNode header;
-    private byte[] body;
-    private int bodyFilled;
+    private GrowingBytes body;
     private long discardLeft;
+    private long lastByteNanos;
+    private ScheduledFuture<?> stallCheck;
+    private boolean stalled;
 
     private volatile long staleBytes;
     private volatile long rejectedBytes;
     private volatile long rejectedFrames;
+    private volatile long bufferedBytes;
 
-    /** @param limits the largest header and body accepted (for the host: the max response size) */
+    /**
+     * A decoder with the {@link #DEFAULT_STALL_TIMEOUT}.
+     *
+     * @param limits the largest header and body accepted (for the host: the max response size)
+     */
     public FrameDecoder(FrameLimits limits) {
+        this(limits, DEFAULT_STALL_TIMEOUT);
+    }
+
+    /**
+     * @param limits the largest header and body accepted (for the host: the max response size)
+     * @param stallTimeout how long a begun frame may go without a byte before the connection is
+     *     dropped; positive
+     */
+    public FrameDecoder(FrameLimits limits, Duration stallTimeout) {
         this.limits = Objects.requireNonNull(limits, "limits");
+        this.stallTimeout = Objects.requireNonNull(stallTimeout, "stallTimeout");
+        if (stallTimeout.isNegative() || stallTimeout.isZero()) {
+            throw new IllegalArgumentException("stallTimeout must be positive, was " + stallTimeout);
+        }
+        this.stallNanos = stallTimeout.toNanos();
     }
 
     /** Bytes dropped while looking for a prefix (stale bytes, noise, broken prefixes). */
@@ -79,15 +123,77 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         return rejectedBytes;
     }
 
-    /** Frames that were rejected: each produced one {@link RejectedFrame}. */
+    /**
+     * Frames that were rejected (each produced one {@link RejectedFrame}) or dropped because
+     * they stalled.
+     */
     public long rejectedFrames() {
         return rejectedFrames;
     }
 
+    /**
+     * Bytes this decoder holds for the body of the frame in progress (the capacity of its array;
+     * 0 between frames). The header in progress, at most {@code maxHeaderBytes}, is in Netty's
+     * cumulation buffer instead.
+     */
+    public long bufferedBytes() {
+        return bufferedBytes;
+    }
+
     @Override
     protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+        if (stalled) { // the connection is being dropped: nothing more is delivered
+            rejectedBytes += in.readableBytes();
+            in.skipBytes(in.readableBytes());
+            return;
+        }
+        lastByteNanos = ctx.executor().ticker().nanoTime(); // decode runs when bytes arrived
         while (step(in, out)) {
             // each step either consumed bytes or changed state; stop when it can do neither
+        }
+        bufferedBytes = body == null ? 0 : body.capacity();
+        if (state != State.SCAN && stallCheck == null) {
+            stallCheck = ctx.executor().schedule(() -> checkStall(ctx), stallNanos, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    /** The stall timer: drops the frame if no byte came for the timeout, else waits the rest. */
+    private void checkStall(ChannelHandlerContext ctx) {
+        stallCheck = null;
+        if (state == State.SCAN || stalled) {
+            return; // the frame completed; the next incomplete one arms the timer again
+        }
+        long idle = ctx.executor().ticker().nanoTime() - lastByteNanos;
+        if (idle < stallNanos) {
+            stallCheck = ctx.executor().schedule(() -> checkStall(ctx), stallNanos - idle, TimeUnit.NANOSECONDS);
+            return;
+        }
+        long wanted = prefix.headerLength() + prefix.bodyLength();
+        long got = switch (state) {
+            case HEADER -> internalBuffer().readableBytes();
+            case BODY -> prefix.headerLength() + body.filled();
+            default -> wanted - discardLeft;
+        };
+        long requestId = prefix.requestId();
+        if (state != State.DISCARD) { // a rejected frame in discard mode was counted when it was rejected
+            rejectedFrames++;
+            rejectedBytes += FrameCodec.PREFIX_BYTES + got;
+        }
+        stalled = true;
+        reset();
+        ctx.fireExceptionCaught(TransportException.frameStalled(requestId, got, wanted, stallTimeout));
+        ctx.close();
+    }
+
+    @Override
+    protected void handlerRemoved0(ChannelHandlerContext ctx) {
+        cancelStallCheck();
+    }
+
+    private void cancelStallCheck() {
+        if (stallCheck != null) {
+            stallCheck.cancel(false);
+            stallCheck = null;
         }
     }
 
@@ -153,20 +259,19 @@ public final class FrameDecoder extends ByteToMessageDecoder {
             rejectAndDiscard(prefix, e, out, FrameCodec.PREFIX_BYTES + length, prefix.bodyLength());
             return true;
         }
-        body = new byte[(int) prefix.bodyLength()];
-        bodyFilled = 0;
+        body = new GrowingBytes((int) prefix.bodyLength()); // grows as the bytes arrive
         state = State.BODY;
         return true;
     }
 
     private boolean readBody(ByteBuf in, List<Object> out) {
-        int n = Math.min(in.readableBytes(), body.length - bodyFilled);
-        in.readBytes(body, bodyFilled, n);
-        bodyFilled += n;
-        if (bodyFilled < body.length) {
+        int n = Math.min(in.readableBytes(), body.remaining());
+        in.readBytes(body.reserve(n), body.filled(), n);
+        body.advance(n);
+        if (!body.isComplete()) {
             return false;
         }
-        out.add(new Frame(kind, prefix.requestId(), header, body));
+        out.add(new Frame(kind, prefix.requestId(), header, body.toArray()));
         reset();
         return true;
     }
@@ -204,16 +309,17 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         kind = null;
         header = null;
         body = null;
-        bodyFilled = 0;
+        bufferedBytes = 0;
         discardLeft = 0;
     }
 
     @Override
     protected void decodeLast(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
         decode(ctx, in, out);
+        cancelStallCheck();
         if (state == State.HEADER || state == State.BODY) {
             long wanted = prefix.headerLength() + prefix.bodyLength();
-            long got = state == State.BODY ? prefix.headerLength() + bodyFilled : in.readableBytes();
+            long got = state == State.BODY ? prefix.headerLength() + body.filled() : in.readableBytes();
             rejectedFrames++;
             out.add(new RejectedFrame(prefix.requestId(), truncated(prefix.requestId(), got, wanted)));
         }

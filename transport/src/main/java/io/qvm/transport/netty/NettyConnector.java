@@ -29,12 +29,14 @@ final class NettyConnector {
 
     /**
      * Connects to {@code address}, retrying while it is absent or refuses, until {@code deadline};
-     * gives up at once when {@code peerAlive} turns false.
+     * gives up at once when {@code peerAlive} turns false. A frame that stalls for
+     * {@code frameStallTimeout} drops the connection ({@link FrameDecoder}).
      */
     static SandboxTransport connect(String kind, NettyIo io, Class<? extends Channel> channelType,
-            SocketAddress address, String endpoint, Limits limits, Duration deadline, BooleanSupplier peerAlive)
-            throws TransportException, InterruptedException {
+            SocketAddress address, String endpoint, Limits limits, Duration deadline, BooleanSupplier peerAlive,
+            Duration frameStallTimeout) throws TransportException, InterruptedException {
         Objects.requireNonNull(limits, "limits");
+        Objects.requireNonNull(frameStallTimeout, "frameStallTimeout");
         Objects.requireNonNull(deadline, "deadline");
         Objects.requireNonNull(peerAlive, "peerAlive");
         FrameDispatcher dispatcher = new FrameDispatcher(kind, limits);
@@ -46,7 +48,7 @@ final class NettyConnector {
                     .handler(new ChannelInitializer<Channel>() {
                         @Override
                         protected void initChannel(Channel ch) {
-                            decoder.set(NettyLink.install(ch.pipeline(), dispatcher, limits));
+                            decoder.set(NettyLink.install(ch.pipeline(), dispatcher, limits, frameStallTimeout));
                         }
                     });
             Channel channel = connectLoop(bootstrap, address, endpoint, deadline, peerAlive);

@@ -11,6 +11,7 @@ import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameTruncatedException;
 import io.qvm.protocol.Limits;
 import io.qvm.transport.internal.FrameDispatcher;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -38,8 +39,9 @@ final class NettyLink implements FrameDispatcher.Link {
     }
 
     /** Puts the codec and the dispatcher on a fresh channel's pipeline; returns the decoder. */
-    static FrameDecoder install(ChannelPipeline pipeline, FrameDispatcher dispatcher, Limits limits) {
-        FrameDecoder decoder = new FrameDecoder(FrameDispatcher.inboundLimits(limits));
+    static FrameDecoder install(ChannelPipeline pipeline, FrameDispatcher dispatcher, Limits limits,
+            Duration frameStallTimeout) {
+        FrameDecoder decoder = new FrameDecoder(FrameDispatcher.inboundLimits(limits), frameStallTimeout);
         pipeline.addLast("frame-decoder", decoder);
         pipeline.addLast("frame-encoder", new FrameEncoder(FrameDispatcher.outboundLimits(limits)));
         pipeline.addLast("dispatch", new DispatchHandler(dispatcher));
@@ -62,6 +64,11 @@ final class NettyLink implements FrameDispatcher.Link {
     @Override
     public long discardedBytes() {
         return decoder.staleBytes() + decoder.rejectedBytes();
+    }
+
+    @Override
+    public long bufferedBytes() {
+        return decoder.bufferedBytes();
     }
 
     @Override

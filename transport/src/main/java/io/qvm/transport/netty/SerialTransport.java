@@ -41,8 +41,19 @@ public final class SerialTransport {
     /** As {@link #connect(Path, Limits, Duration, BooleanSupplier)} with a chosen I/O implementation. */
     public static SandboxTransport connect(Path socket, Limits limits, Duration deadline, BooleanSupplier peerAlive,
             NettyIo io) throws TransportException, InterruptedException {
+        return connect(socket, limits, deadline, peerAlive, io, FrameDecoder.DEFAULT_STALL_TIMEOUT);
+    }
+
+    /**
+     * As {@link #connect(Path, Limits, Duration, BooleanSupplier, NettyIo)}, dropping the
+     * connection when a frame from the worker stalls for {@code frameStallTimeout}
+     * ({@link io.qvm.transport.TransportException.Reason#FRAME_STALLED}; default
+     * {@link FrameDecoder#DEFAULT_STALL_TIMEOUT}).
+     */
+    public static SandboxTransport connect(Path socket, Limits limits, Duration deadline, BooleanSupplier peerAlive,
+            NettyIo io, Duration frameStallTimeout) throws TransportException, InterruptedException {
         Objects.requireNonNull(socket, "socket");
         return NettyConnector.connect(KIND, io, io.domainChannel(), io.domainAddress(socket),
-                "the chardev socket " + socket, limits, deadline, peerAlive);
+                "the chardev socket " + socket, limits, deadline, peerAlive, frameStallTimeout);
     }
 }

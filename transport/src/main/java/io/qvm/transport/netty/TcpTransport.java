@@ -30,8 +30,19 @@ public final class TcpTransport {
     /** As {@link #connect(InetSocketAddress, Limits, Duration, BooleanSupplier)} with a chosen I/O implementation. */
     public static SandboxTransport connect(InetSocketAddress address, Limits limits, Duration deadline,
             BooleanSupplier peerAlive, NettyIo io) throws TransportException, InterruptedException {
+        return connect(address, limits, deadline, peerAlive, io, FrameDecoder.DEFAULT_STALL_TIMEOUT);
+    }
+
+    /**
+     * As {@link #connect(InetSocketAddress, Limits, Duration, BooleanSupplier, NettyIo)}, dropping
+     * the connection when a frame from the worker stalls for {@code frameStallTimeout}
+     * ({@link io.qvm.transport.TransportException.Reason#FRAME_STALLED}).
+     */
+    public static SandboxTransport connect(InetSocketAddress address, Limits limits, Duration deadline,
+            BooleanSupplier peerAlive, NettyIo io, Duration frameStallTimeout)
+            throws TransportException, InterruptedException {
         Objects.requireNonNull(address, "address");
         return NettyConnector.connect(KIND, io, io.socketChannel(), address, "tcp " + address, limits, deadline,
-                peerAlive);
+                peerAlive, frameStallTimeout);
     }
 }

@@ -102,7 +102,8 @@ public final class VsockTransport {
         EventLoopGroup group = NettyIo.EPOLL.newGroup("qvm-" + kind);
         try {
             EpollDomainSocketChannel channel = new EpollDomainSocketChannel(null, connected);
-            FrameDecoder decoder = NettyLink.install(channel.pipeline(), dispatcher, limits);
+            FrameDecoder decoder = NettyLink.install(channel.pipeline(), dispatcher, limits,
+                    FrameDecoder.DEFAULT_STALL_TIMEOUT);
             dispatcher.attach(new NettyLink(channel, group, decoder));
             group.register(channel).syncUninterruptibly();
             return dispatcher;

@@ -27,9 +27,12 @@ import io.qvm.protocol.FrameLimits;
 import io.qvm.protocol.FrameTooLargeException;
 import io.qvm.protocol.FrameTruncatedException;
 import io.qvm.protocol.RawFrames;
+import io.qvm.transport.TransportException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -205,6 +208,118 @@ class FrameCodecChannelTest {
         assertSameFrame(good, got.get(0));
         assertTrue(RawFrames.allocatedBytes() - before < (64 << 20), "nothing near 1 GiB was allocated");
         assertEquals(28 + gib, ch.pipeline().get(FrameDecoder.class).rejectedBytes());
+    }
+
+    /**
+     * A peer declares a 64 MiB body and sends a thousand bytes: the decoder holds 64 KiB for it,
+     * and allocates nothing near the declared size (before: the whole 64 MiB at the header).
+     */
+    @Test
+    @Tag("security")
+    void aDeclaredBodyIsNotAllocatedUntilItsBytesArrive() {
+        FrameDecoder d = new FrameDecoder(FrameLimits.ofBody(64 << 20));
+        EmbeddedChannel ch = new EmbeddedChannel(d);
+        ch.writeInbound(Unpooled.wrappedBuffer(encode(echo(70, 10)))); // Netty's own first-use allocations
+        assertSameFrame(echo(70, 10), ch.readInbound());
+        long before = RawFrames.allocatedBytes();
+        ch.writeInbound(Unpooled.wrappedBuffer(RawFrames.prefix(1, 0x11, 0, 71, 0, 64 << 20), new byte[1000]));
+        assertNull(ch.readInbound());
+        assertEquals(64 * 1024, d.bufferedBytes(), "the first chunk, not the declared 64 MiB");
+        assertTrue(RawFrames.allocatedBytes() - before < (8 << 20),
+                "allocated " + (RawFrames.allocatedBytes() - before) + " bytes for a thousand received");
+        byte[] rest = new byte[(64 << 20) - 1000];
+        new Random(71).nextBytes(rest);
+        for (int off = 0; off < rest.length; off += 1 << 20) { // the honest end: it grows and completes
+            ch.writeInbound(Unpooled.wrappedBuffer(rest, off, Math.min(1 << 20, rest.length - off)));
+            assertTrue(d.bufferedBytes() <= Math.max(64 * 1024, 2L * (1000 + off + (1 << 20))), d.bufferedBytes() + "");
+        }
+        Frame f = assertInstanceOf(Frame.class, ch.readInbound());
+        assertEquals(64 << 20, f.body().length);
+        assertArrayEquals(rest, java.util.Arrays.copyOfRange(f.body(), 1000, f.body().length));
+        assertEquals(0, d.bufferedBytes(), "released once delivered");
+        assertFalse(ch.finish());
+    }
+
+    /**
+     * The stall timer, on the embedded event loop's own clock (no sleeping): a frame that gets no
+     * byte for the stall timeout drops the channel with FRAME_STALLED; a byte resets the wait.
+     */
+    @Test
+    @Tag("security")
+    void aFrameThatStallsIsDroppedWithTheConnectionAfterTheStallTimeout() {
+        FrameDecoder d = new FrameDecoder(FrameLimits.ofBody(64 << 20), Duration.ofSeconds(5));
+        EmbeddedChannel ch = new EmbeddedChannel();
+        ch.freezeTime();
+        ch.pipeline().addLast(d);
+        ch.writeInbound(Unpooled.wrappedBuffer(RawFrames.prefix(1, 0x11, 0, 72, 0, 64 << 20), new byte[1000]));
+        ch.advanceTimeBy(4, TimeUnit.SECONDS);
+        ch.runScheduledPendingTasks();
+        assertTrue(ch.isOpen(), "4 s without a byte is not a stall yet");
+        ch.writeInbound(Unpooled.wrappedBuffer(new byte[1000]));
+        ch.advanceTimeBy(4, TimeUnit.SECONDS);
+        ch.runScheduledPendingTasks();
+        assertTrue(ch.isOpen(), "the second thousand bytes started the wait again");
+        ch.advanceTimeBy(2, TimeUnit.SECONDS);
+        ch.runScheduledPendingTasks();
+        assertFalse(ch.isOpen(), "6 s after the last byte: dropped");
+        TransportException e = assertThrows(TransportException.class, ch::checkException);
+        assertEquals(TransportException.Reason.FRAME_STALLED, e.reason());
+        assertTrue(e.getMessage().contains("frame 72 stalled: 2000 of its 67108864 bytes"), e.getMessage());
+        assertEquals(0, d.bufferedBytes(), "the half frame is let go");
+        assertEquals(1, d.rejectedFrames());
+        assertNull(ch.readInbound(), "nothing is delivered for it");
+    }
+
+    @Test
+    void aStallInsideTheHeaderOrInDiscardModeIsAStallToo() {
+        FrameDecoder d = new FrameDecoder(FrameLimits.ofBody(1024), Duration.ofSeconds(5));
+        EmbeddedChannel ch = new EmbeddedChannel();
+        ch.freezeTime();
+        ch.pipeline().addLast(d);
+        ch.writeInbound(Unpooled.wrappedBuffer(RawFrames.prefix(1, 0x11, 0, 73, 100, 0), new byte[10]));
+        ch.advanceTimeBy(6, TimeUnit.SECONDS);
+        ch.runScheduledPendingTasks();
+        assertFalse(ch.isOpen());
+        assertTrue(assertThrows(TransportException.class, ch::checkException).getMessage()
+                .contains("frame 73 stalled: 10 of its 100 bytes"));
+
+        FrameDecoder d2 = new FrameDecoder(FrameLimits.ofBody(1024), Duration.ofSeconds(5));
+        EmbeddedChannel ch2 = new EmbeddedChannel();
+        ch2.freezeTime();
+        ch2.pipeline().addLast(d2);
+        ch2.writeInbound(Unpooled.wrappedBuffer(RawFrames.prefix(1, 0x11, 0, 74, 0, 1 << 20), new byte[10]));
+        assertInstanceOf(RejectedFrame.class, ch2.readInbound(), "too large: rejected at once");
+        ch2.advanceTimeBy(6, TimeUnit.SECONDS);
+        ch2.runScheduledPendingTasks();
+        assertFalse(ch2.isOpen(), "and its skipping stalled");
+        assertEquals(TransportException.Reason.FRAME_STALLED,
+                assertThrows(TransportException.class, ch2::checkException).reason());
+        assertEquals(1, d2.rejectedFrames(), "counted once");
+    }
+
+    @Test
+    void completeFramesArmNoTimerAndAnIdleChannelBetweenFramesIsNoStall() {
+        FrameDecoder d = new FrameDecoder(LIMITS, Duration.ofSeconds(5));
+        EmbeddedChannel ch = new EmbeddedChannel();
+        ch.freezeTime();
+        ch.pipeline().addLast(d);
+        byte[] all = encode(echo(75, 100));
+        ch.writeInbound(Unpooled.wrappedBuffer(java.util.Arrays.copyOf(all, 50)));
+        ch.writeInbound(Unpooled.wrappedBuffer(java.util.Arrays.copyOfRange(all, 50, all.length)));
+        assertSameFrame(echo(75, 100), ch.readInbound());
+        ch.advanceTimeBy(60, TimeUnit.SECONDS);
+        ch.runScheduledPendingTasks();
+        assertTrue(ch.isOpen(), "no frame in progress: silence is fine");
+        ch.writeInbound(Unpooled.wrappedBuffer(encode(echo(76, 3))));
+        assertSameFrame(echo(76, 3), ch.readInbound());
+        ch.checkException();
+    }
+
+    @Test
+    void theStallTimeoutMustBePositive() {
+        assertThrows(IllegalArgumentException.class, () -> new FrameDecoder(LIMITS, Duration.ZERO));
+        assertThrows(IllegalArgumentException.class, () -> new FrameDecoder(LIMITS, Duration.ofSeconds(-1)));
+        assertThrows(NullPointerException.class, () -> new FrameDecoder(LIMITS, null));
     }
 
     @Test

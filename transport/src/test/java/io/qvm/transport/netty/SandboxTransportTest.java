@@ -3,6 +3,7 @@ package io.qvm.transport.netty;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -13,6 +14,7 @@ import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.FrameTooLargeException;
 import io.qvm.transport.TransportException;
+import io.qvm.transport.internal.FrameDispatcher;
 import io.qvm.protocol.Hello;
 import io.qvm.protocol.Limits;
 import io.qvm.protocol.Ready;
@@ -283,5 +285,87 @@ class SandboxTransportTest {
                 assertThrows(ExecutionException.class, () -> t.closed().get(30, TimeUnit.SECONDS)).getCause(),
                 "the worker closes after GOODBYE");
         assertSame(t.kind(), t.kind());
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Path_.class, names = {"SERIAL_EPOLL", "TCP"})
+    @Tag("security")
+    void textFromAHostileWorkerArrivesEscapedAndCapped(Path_ path) throws Exception {
+        String version = "9.9\u001b]0;owned\u0007\u001b[2J\r\nINFO forged\u202E" + "v".repeat(7_000);
+        SandboxTransport t = open(path, FakeWorker.builder().version(version)
+                .capabilities(List.of("echo", "svg\u001b[8m\u2066hidden")));
+        Ready ready = t.handshake(Hello.fresh(LIMITS), LONG);
+        assertTrue(ready.version().startsWith("9.9\\x1b]0;owned\\x07\\x1b[2J\\x0d\\x0aINFO forged<U+202E>vvv"),
+                ready.version());
+        assertTrue(ready.version().endsWith("… (" + version.length() + " characters in all)"), ready.version());
+        assertEquals(List.of("echo", "svg\\x1b[8m<U+2066>hidden"), ready.capabilities());
+        assertPrintable(ready.version());
+
+        String message = "bad document\r\n2026-01-01 WARN forged\u001b[31m\u009b2J" + "m".repeat(60_000);
+        worker.enqueue(Effect.error(ErrorCode.PARSE_ERROR, message));
+        WorkerErrorException e = assertInstanceOf(WorkerErrorException.class, failure(t.request(echo(new byte[1]))));
+        assertTrue(e.reply().message().startsWith("bad document\\x0d\\x0a2026-01-01 WARN forged\\x1b[31m\\x9b2J"),
+                e.reply().message());
+        assertTrue(e.reply().message().length() < 4096 + 40, "capped: " + e.reply().message().length());
+        assertPrintable(e.getMessage());
+    }
+
+    /** Limits that let the worker declare a 64 MiB reply. */
+    private static final Limits BIG_REPLIES = new Limits(32 << 20, 64 << 20, 4_000_000, 4096, 10, 30_000);
+
+    private SandboxTransport openReady(Path_ path, Limits limits, Duration stall) throws Exception {
+        switch (path) {
+            case TCP -> {
+                worker = FakeWorker.builder().tcp();
+                transport = TcpTransport.connect(worker.tcpAddress(), limits, LONG, () -> true, NettyIo.best(), stall);
+            }
+            case SERIAL_NIO, SERIAL_EPOLL -> {
+                worker = FakeWorker.builder().unix(dir.resolve("w.sock"));
+                transport = SerialTransport.connect(worker.socketPath(), limits, LONG, () -> true,
+                        path == Path_.SERIAL_NIO ? NettyIo.NIO : NettyIo.EPOLL, stall);
+            }
+            default -> throw new IllegalArgumentException(path + " takes no stall timeout");
+        }
+        transport.handshake(Hello.fresh(limits), LONG);
+        return transport;
+    }
+
+    /** A worker declares a 64 MiB reply and sends a thousand bytes: the host holds 64 KiB for it. */
+    @ParameterizedTest
+    @EnumSource(value = Path_.class, names = {"SERIAL_EPOLL", "SERIAL_NIO", "TCP"})
+    @Tag("security")
+    void aHalfSentReplyHoldsWhatArrivedNotWhatItDeclared(Path_ path) throws Exception {
+        SandboxTransport t = openReady(path, BIG_REPLIES, Duration.ofMinutes(10));
+        FrameDispatcher dispatcher = (FrameDispatcher) t;
+        worker.enqueue(Effect.partialReply(64 << 20, 1000));
+        CompletableFuture<Frame> reply = t.request(echo(new byte[1]));
+        await().atMost(LONG).until(() -> dispatcher.bufferedBytes() > 0);
+        assertEquals(64 * 1024, dispatcher.bufferedBytes(), "64 KiB for 1000 bytes, not the declared 64 MiB");
+        assertFalse(reply.isDone(), "still waiting for the rest");
+        t.close();
+        assertEquals(TransportException.Reason.CLOSED, assertInstanceOf(TransportException.class, failure(reply)).reason());
+    }
+
+    /** ... and when the rest never comes, the connection is dropped with FRAME_STALLED. */
+    @ParameterizedTest
+    @EnumSource(value = Path_.class, names = {"SERIAL_EPOLL", "SERIAL_NIO", "TCP"})
+    @Tag("security")
+    @Tag("fault")
+    void aReplyThatStallsDropsTheConnectionWithATypedReason(Path_ path) throws Exception {
+        SandboxTransport t = openReady(path, BIG_REPLIES, Duration.ofMillis(300));
+        worker.enqueue(Effect.partialReply(64 << 20, 1000));
+        CompletableFuture<Frame> stalled = t.request(echo(new byte[1]));
+        TransportException e = assertInstanceOf(TransportException.class, failure(stalled));
+        assertEquals(TransportException.Reason.FRAME_STALLED, e.reason());
+        assertTrue(e.getMessage().contains("frame 1 stalled: 1000 of its 67108864 bytes"), e.getMessage());
+        ExecutionException closed = assertThrows(ExecutionException.class, () -> t.closed().get(30, TimeUnit.SECONDS));
+        assertSame(e, closed.getCause(), "the transport is closed with the same typed failure");
+        assertSame(e, failure(t.request(echo(new byte[1]))), "and so is every later request");
+        assertEquals(0, ((FrameDispatcher) t).bufferedBytes());
+    }
+
+    private static void assertPrintable(String s) {
+        assertTrue(s.codePoints().noneMatch(cp -> cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)
+                || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)), s);
     }
 }

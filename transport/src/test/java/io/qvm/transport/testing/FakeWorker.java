@@ -96,6 +96,19 @@ public final class FakeWorker implements AutoCloseable {
         static Effect rawBytesThenNormal(byte[] bytes) {
             return new RawBytesThenNormal(bytes.clone());
         }
+
+        /**
+         * Begin the answer and never finish it: a sound prefix of the reply kind that declares a
+         * body of {@code declaredBytes}, then only the first {@code sentBytes} of it (zeros). The
+         * connection stays open and later requests are read (and answered after the half frame,
+         * which a reader takes for more body).
+         */
+        static Effect partialReply(int declaredBytes, int sentBytes) {
+            if (sentBytes < 0 || sentBytes > declaredBytes) {
+                throw new IllegalArgumentException("sentBytes must be in 0.." + declaredBytes);
+            }
+            return new PartialReply(declaredBytes, sentBytes);
+        }
     }
 
     record Normal() implements Effect {
@@ -117,6 +130,9 @@ public final class FakeWorker implements AutoCloseable {
     }
 
     record RawBytesThenNormal(byte[] bytes) implements Effect {
+    }
+
+    record PartialReply(int declaredBytes, int sentBytes) implements Effect {
     }
 
     /** Builds a worker; {@link #unix} or {@link #tcp} starts it. */
@@ -211,6 +227,16 @@ public final class FakeWorker implements AutoCloseable {
         out.writeBytes("Q?QV QVM QVMF".getBytes());
         out.writeBytes(java.util.Arrays.copyOf(real, FrameCodec.PREFIX_BYTES));
         return out.toByteArray();
+    }
+
+    /** A checksummed prefix with no header and a body of {@code bodyBytes} declared. */
+    static byte[] prefix(FrameKind kind, long requestId, int bodyBytes) {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(FrameCodec.PREFIX_BYTES);
+        b.putInt(FrameCodec.MAGIC).put((byte) FrameCodec.VERSION).put((byte) kind.code()).putShort((short) 0)
+                .putLong(requestId).putInt(0).putInt(bodyBytes);
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(b.array(), 0, 24);
+        return b.putInt((int) crc.getValue()).array();
     }
 
     /** The whole frame's bytes, without limits. */
@@ -355,6 +381,10 @@ public final class FakeWorker implements AutoCloseable {
                 } else if (effect instanceof RawBytesThenNormal r) {
                     out.write(r.bytes());
                     writer.write(normalAnswer(f));
+                } else if (effect instanceof PartialReply p) {
+                    out.write(prefix(replyKind(f), f.requestId(), p.declaredBytes()));
+                    out.write(new byte[p.sentBytes()]);
+                    out.flush();
                 } else {
                     writer.write(normalAnswer(f));
                 }
