@@ -56,6 +56,8 @@ public final class Failures {
                 case IMAGE_INVALID -> new CliException(ExitCode.IMAGE, "IMAGE", msg, InstallHints.imageBuild(hostArch()), e);
                 case HOST_UNSUPPORTED -> new CliException(ExitCode.HOST, "UNSUPPORTED_HOST", msg, null, e);
                 case QEMU_UNSUPPORTED -> new CliException(ExitCode.HOST, "QEMU_UNSUPPORTED", msg, null, e);
+                case HOST_SETUP_NEEDED -> new CliException(ExitCode.HOST, "HOST_SETUP_NEEDED", msg,
+                        "run the command in the message (./qvm does the set-up when run as root)", e);
             };
         }
         if (e instanceof BootFailedException) {

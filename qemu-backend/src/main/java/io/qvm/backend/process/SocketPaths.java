@@ -1,13 +1,14 @@
 package io.qvm.backend.process;
 
+import io.qvm.HostSetupException;
 import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Map;
 import java.util.Objects;
@@ -87,7 +88,9 @@ public record SocketPaths(Path dir, Path qmp, Path worker) {
 
     /**
      * Creates {@link #dir()} (and the runtime root if missing) with mode 0700 where POSIX
-     * permissions exist, and checks that an existing root is a real directory owned by us.
+     * permissions exist; an existing root must already be private ({@link #createPrivateDirectory}).
+     *
+     * @throws HostSetupException when an existing directory is not a private one of ours
      */
     public SocketPaths createDirectories() throws IOException {
         Path root = dir.getParent();
@@ -110,7 +113,17 @@ public record SocketPaths(Path dir, Path qmp, Path worker) {
         return QvmEnvironment.of(env, System.getProperty("user.home"), osName).runtimeRoot();
     }
 
-    static void createPrivateDirectory(Path dir) throws IOException {
+    /**
+     * Creates {@code dir} with mode 0700 (set at creation, never after), or accepts an existing
+     * one only if it is already private: a real directory (not a symlink), owned by this uid,
+     * mode exactly 0700. Anything else is refused, never repaired: a chmod would take a shared
+     * directory from everyone else ({@code QVM_RUNTIME_DIR=/tmp} as root would make {@code /tmp}
+     * 0700), and a directory of another owner may be a squatter's.
+     *
+     * @throws HostSetupException ({@link HostSetupException.Problem#HOST_SETUP_NEEDED}) naming
+     *     what was found and the fix
+     */
+    public static void createPrivateDirectory(Path dir) throws IOException {
         if (!Posix.supported(dir)) {
             Files.createDirectories(dir);
             return;
@@ -118,20 +131,36 @@ public record SocketPaths(Path dir, Path qmp, Path worker) {
         if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
             Files.createDirectories(dir.getParent());
             try {
-                Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+                Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PRIVATE));
             } catch (java.nio.file.FileAlreadyExistsException raced) {
-                // someone created it meanwhile: verified below
+                // someone created it meanwhile: verified below like any existing directory
             }
         }
+        checkPrivate(dir);
+    }
+
+    private static final java.util.Set<PosixFilePermission> PRIVATE = PosixFilePermissions.fromString("rwx------");
+
+    /** Refuses {@code dir} unless it is a real directory, ours, mode 0700. */
+    static void checkPrivate(Path dir) throws IOException {
+        String fix = " — qvm does not change an existing directory; point " + QvmEnvironment.RUNTIME_DIR + " (or "
+                + QvmEnvironment.STATE + ") at a directory of qvm's own (qvm creates it 0700), or fix this one";
         if (Files.isSymbolicLink(dir) || !Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
-            throw new FileSystemException(dir.toString(), null,
-                    "expected a private directory but found a symlink or a file; remove it or set QVM_RUNTIME_DIR");
+            throw unsafe(dir + " should be a private directory but is a symlink or a file" + fix);
         }
         int owner = (Integer) Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS);
         if (owner != Posix.currentUid()) {
-            throw new FileSystemException(dir.toString(), null, "is owned by uid " + owner + ", not by us (uid "
-                    + Posix.currentUid() + "); another user may be squatting it — set QVM_RUNTIME_DIR");
+            throw unsafe(dir + " is owned by uid " + owner + ", not by this process (uid " + Posix.currentUid()
+                    + "); another user may be squatting it" + fix);
         }
-        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
+        java.util.Set<PosixFilePermission> mode = Files.getPosixFilePermissions(dir, LinkOption.NOFOLLOW_LINKS);
+        if (!mode.equals(PRIVATE)) {
+            throw unsafe(dir + " has mode " + PosixFilePermissions.toString(mode) + ", not rwx------: others can "
+                    + "reach what qvm keeps there" + fix + " (chmod 700 " + dir + " if it is qvm's alone)");
+        }
+    }
+
+    private static HostSetupException unsafe(String message) {
+        return new HostSetupException(HostSetupException.Problem.HOST_SETUP_NEEDED, message);
     }
 }

@@ -6,6 +6,7 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -20,8 +21,8 @@ import java.util.regex.Pattern;
  *
  * <pre>
  * $QVM_STATE (default ~/.local/state/qvm)/
- *   sandboxes/
- *     &lt;id&gt;/                 mode 0700
+ *   sandboxes/             mode 0700 (an existing one must already be: see {@link SocketPaths#createPrivateDirectory})
+ *     &lt;id&gt;/                 mode 0700, from its creation
  *       owner.json           see {@link OwnerRecord}; written atomically (temp file + rename)
  *       qemu.pid             QEMU's -pidfile
  *       qemu-stdout.log
@@ -104,7 +105,12 @@ public final class StateDirectory {
         Files.createDirectories(root);
         SocketPaths.createPrivateDirectory(sandboxesDir());
         Path dir = sandboxesDir().resolve(id);
-        Files.createDirectory(dir);
+        if (Posix.supported(root)) {
+            // 0700 from the first instant (an umask-default 0755 directory chmod-ed later is readable meanwhile)
+            Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+        } else {
+            Files.createDirectory(dir);
+        }
         SandboxState state = new SandboxState(id, dir);
         state.write(OwnerRecord.forCurrentProcess(id, qemuBinary, sockets == null ? null : sockets.dir().toString()));
         return state;

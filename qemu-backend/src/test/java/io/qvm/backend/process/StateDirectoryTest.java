@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.qvm.HostSetupException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -151,9 +151,51 @@ class StateDirectoryTest {
         assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(p.dir().getParent())));
         Files.createDirectories(tmp.resolve("elsewhere"));
         Files.createSymbolicLink(tmp.resolve("link"), tmp.resolve("elsewhere"));
-        assertThrows(FileSystemException.class, () -> SocketPaths.forSandbox(tmp.resolve("link"), "sb").createDirectories());
+        HostSetupException e = assertThrows(HostSetupException.class,
+                () -> SocketPaths.forSandbox(tmp.resolve("link"), "sb").createDirectories());
+        assertEquals(HostSetupException.Problem.HOST_SETUP_NEEDED, e.problem());
         p.deleteDirectory();
         assertFalse(Files.exists(p.dir()));
+    }
+
+    @Test
+    @Tag("security")
+    void anExistingSharedRuntimeRootIsRefusedAndLeftAsItWas() throws Exception {
+        // QVM_RUNTIME_DIR=/tmp as root: the directory exists, is ours, and is shared (1777 there, 0755 here)
+        Path shared = Files.createDirectory(tmp.resolve("shared"),
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxr-xr-x")));
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxr-xr-x"));
+        HostSetupException e = assertThrows(HostSetupException.class,
+                () -> SocketPaths.forSandbox(shared, "sb").createDirectories());
+        assertEquals(HostSetupException.Problem.HOST_SETUP_NEEDED, e.problem());
+        assertTrue(e.getMessage().contains("rwxr-xr-x") && e.getMessage().contains("QVM_RUNTIME_DIR"), e.getMessage());
+        assertEquals("rwxr-xr-x", PosixFilePermissions.toString(Files.getPosixFilePermissions(shared)),
+                "the shared directory keeps its mode");
+        assertFalse(Files.exists(shared.resolve("sb")), "nothing was created in it");
+    }
+
+    @Test
+    void anExistingPrivateRuntimeRootOfOursIsUsed() throws Exception {
+        Path mine = Files.createDirectory(tmp.resolve("mine"),
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+        SocketPaths p = SocketPaths.forSandbox(mine, "sb").createDirectories();
+        assertTrue(Files.isDirectory(p.dir()));
+    }
+
+    @Test
+    @Tag("security")
+    void sandboxStateDirectoriesAreCreatedPrivate() throws Exception {
+        SandboxState s = StateDirectory.at(tmp.resolve("state")).create("sb9", "qemu", null);
+        assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(s.dir())));
+    }
+
+    @Test
+    @Tag("security")
+    void aSharedSandboxesDirectoryIsRefused() throws Exception {
+        Path sandboxes = Files.createDirectories(tmp.resolve("state2/sandboxes"));
+        Files.setPosixFilePermissions(sandboxes, PosixFilePermissions.fromString("rwxrwxrwx"));
+        assertThrows(HostSetupException.class, () -> StateDirectory.at(tmp.resolve("state2")).create("x", "qemu", null));
+        assertEquals("rwxrwxrwx", PosixFilePermissions.toString(Files.getPosixFilePermissions(sandboxes)));
     }
 
     @Test

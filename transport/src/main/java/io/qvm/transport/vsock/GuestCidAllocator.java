@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
-import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Objects;
@@ -25,6 +25,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>Within one JVM the held lock files are tracked in a process-wide set and never opened twice:
  * closing a second channel on a locked file would release the JVM's lock on it (POSIX locks are
  * per process).
+ *
+ * <p>The lock directory (and, for {@link #defaults()}, the per-user directory above it, which may
+ * sit in the world-writable {@code /tmp}) must be private: created 0700 by this allocator, or
+ * already a real directory owned by this uid with mode 0700. Anything else — a symlink planted
+ * by another user, a directory of another owner, a shared mode — is refused, never followed or
+ * repaired, and lock files are opened without following symlinks. Otherwise a root qvm could be
+ * made to create files wherever a squatter's symlink points.
  */
 public final class GuestCidAllocator {
 
@@ -34,6 +41,7 @@ public final class GuestCidAllocator {
     private static final Set<Path> HELD_IN_THIS_JVM = ConcurrentHashMap.newKeySet();
 
     private final Path dir;
+    private final Path privateFrom;
     private final int first;
     private final int last;
 
@@ -43,7 +51,16 @@ public final class GuestCidAllocator {
      * @param last highest CID to hand out
      */
     public GuestCidAllocator(Path dir, int first, int last) {
+        this(dir, dir, first, last);
+    }
+
+    /** {@code privateFrom}: the first directory of the chain down to {@code dir} that must be private. */
+    private GuestCidAllocator(Path dir, Path privateFrom, int first, int last) {
         this.dir = Objects.requireNonNull(dir, "dir").toAbsolutePath().normalize();
+        this.privateFrom = privateFrom.toAbsolutePath().normalize();
+        if (!this.dir.startsWith(this.privateFrom)) {
+            throw new IllegalArgumentException(dir + " is not under " + privateFrom);
+        }
         if (first < FIRST_GUEST_CID || last < first) {
             throw new IllegalArgumentException("CID range must satisfy " + FIRST_GUEST_CID + " <= first <= last, was "
                     + first + ".." + last);
@@ -54,13 +71,23 @@ public final class GuestCidAllocator {
 
     /**
      * The default: {@code $XDG_RUNTIME_DIR/qvm/vsock-cids} (or {@code <java.io.tmpdir>/qvm-<user>/vsock-cids})
-     * and CIDs 3..65535.
+     * and CIDs 3..65535; {@code qvm} (or {@code qvm-<user>}) and {@code vsock-cids} must be private.
      */
     public static GuestCidAllocator defaults() {
         String runtime = System.getenv("XDG_RUNTIME_DIR");
         Path base = runtime != null && !runtime.isEmpty() ? Path.of(runtime, "qvm")
                 : Path.of(System.getProperty("java.io.tmpdir"), "qvm-" + System.getProperty("user.name"));
-        return new GuestCidAllocator(base.resolve("vsock-cids"), FIRST_GUEST_CID, 65535);
+        return under(base);
+    }
+
+    /** The default layout under {@code base}: lock files in {@code base/vsock-cids}, both private. */
+    static GuestCidAllocator under(Path base) {
+        return new GuestCidAllocator(base.resolve("vsock-cids"), base, FIRST_GUEST_CID, 65535);
+    }
+
+    /** Where the lock files live. */
+    public Path directory() {
+        return dir;
     }
 
     /**
@@ -69,7 +96,7 @@ public final class GuestCidAllocator {
      * @throws IOException the directory is unusable, or every CID in the range is held
      */
     public GuestCid allocate() throws IOException {
-        Files.createDirectories(dir);
+        PrivateDirectories.ensure(privateFrom, dir);
         for (int cid = first; cid <= last; cid++) {
             Path file = dir.resolve("cid-" + cid + ".lock");
             if (!HELD_IN_THIS_JVM.add(file)) {
@@ -86,7 +113,8 @@ public final class GuestCidAllocator {
     }
 
     private static GuestCid tryHold(int cid, Path file) throws IOException {
-        FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                LinkOption.NOFOLLOW_LINKS);
         try {
             FileLock lock = channel.tryLock();
             if (lock != null) {

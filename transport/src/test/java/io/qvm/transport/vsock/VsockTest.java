@@ -114,6 +114,55 @@ class VsockTest {
     }
 
     @Test
+    @Tag("security")
+    void aSymlinkedTmpFallbackIsRefusedAndNotFollowed() throws Exception {
+        // another user planted /tmp/qvm-<user> as a symlink to a directory of their choice
+        Path elsewhere = Files.createDirectory(dir.resolve("elsewhere"));
+        Path base = Files.createSymbolicLink(dir.resolve("qvm-user"), elsewhere);
+        java.io.IOException e = assertThrows(java.io.IOException.class, () -> GuestCidAllocator.under(base).allocate());
+        assertTrue(e.getMessage().contains("symlink"), e.getMessage());
+        try (var files = Files.list(elsewhere)) {
+            assertEquals(0, files.count(), "nothing was created through the symlink");
+        }
+    }
+
+    @Test
+    @Tag("security")
+    void aSharedOrForeignLockDirectoryIsRefused() throws Exception {
+        Path base = Files.createDirectory(dir.resolve("qvm-shared"));
+        Files.setPosixFilePermissions(base, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+        java.io.IOException e = assertThrows(java.io.IOException.class, () -> GuestCidAllocator.under(base).allocate());
+        assertTrue(e.getMessage().contains("rwxrwxrwx"), e.getMessage());
+        assertFalse(Files.exists(base.resolve("vsock-cids")));
+    }
+
+    @Test
+    @Tag("security")
+    void aLockFilePlantedAsASymlinkIsNotFollowed() throws Exception {
+        GuestCidAllocator allocator = GuestCidAllocator.under(dir.resolve("qvm-mine"));
+        try (GuestCid first = allocator.allocate()) {
+            assertEquals(3, first.cid());
+        }
+        Path target = dir.resolve("victim");
+        Files.delete(allocator.directory().resolve("cid-3.lock"));
+        Files.createSymbolicLink(allocator.directory().resolve("cid-3.lock"), target);
+        assertThrows(java.io.IOException.class, allocator::allocate);
+        assertFalse(Files.exists(target, java.nio.file.LinkOption.NOFOLLOW_LINKS), "the symlink's target was not created");
+    }
+
+    @Test
+    void theDefaultLayoutIsCreatedPrivate() throws Exception {
+        Path base = dir.resolve("qvm-fresh");
+        try (GuestCid cid = GuestCidAllocator.under(base).allocate()) {
+            assertEquals(3, cid.cid());
+        }
+        for (Path p : List.of(base, base.resolve("vsock-cids"))) {
+            assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
+                    Files.getPosixFilePermissions(p)), p.toString());
+        }
+    }
+
+    @Test
     void rangeIsChecked() {
         assertThrows(IllegalArgumentException.class, () -> new GuestCidAllocator(dir, 2, 10));
         assertThrows(IllegalArgumentException.class, () -> new GuestCidAllocator(dir, 10, 9));
