@@ -17,11 +17,25 @@ import java.util.Optional;
  * <table>
  * <caption>choices</caption>
  * <tr><th>guest</th><th>accelerator</th><th>machine</th><th>cpu</th></tr>
- * <tr><td>x86_64</td><td>kvm</td><td>{@code microvm,x-option-roms=off,isa-serial=on,rtc=on}</td><td>{@code host}</td></tr>
- * <tr><td>x86_64</td><td>tcg</td><td>{@code q35,vmport=off}</td><td>{@code max}</td></tr>
- * <tr><td>x86_64</td><td>hvf, whpx</td><td>{@code q35,vmport=off}</td><td>{@code host} / {@code Nehalem}</td></tr>
- * <tr><td>aarch64</td><td>any</td><td>{@code virt,gic-version=max}</td><td>{@code host} (kvm, hvf) / {@code max} (tcg)</td></tr>
+ * <tr><td>x86_64</td><td>kvm</td><td>{@code microvm,x-option-roms=off,isa-serial=on,rtc=on,usb=off}</td><td>{@code host}</td></tr>
+ * <tr><td>x86_64</td><td>tcg</td><td>{@code q35,}{@link #Q35_OFF}</td><td>{@code max}</td></tr>
+ * <tr><td>x86_64</td><td>hvf, whpx</td><td>{@code q35,}{@link #Q35_OFF}</td><td>{@code host} / {@code Nehalem}</td></tr>
+ * <tr><td>aarch64</td><td>any</td><td>{@code virt,gic-version=max,usb=off}</td><td>{@code host} (kvm, hvf) / {@code max} (tcg)</td></tr>
  * </table>
+ *
+ * <p>The machine's own devices that no sandbox uses are switched off, so a guest (or a QEMU bug
+ * it could reach) has less to talk to. On q35 ({@link #Q35_OFF}): the VMware backdoor port
+ * ({@code vmport}), the ICH9 AHCI controller ({@code sata}: there is no disk), the ICH9 SMBus and
+ * its SPD EEPROMs ({@code smbus}), USB ({@code usb}: none without {@code -usb}, pinned off), and
+ * from QEMU 7.0, which added the property, the i8042 PS/2 keyboard and mouse controller
+ * ({@code i8042}; the guest has no input devices, reboots are {@code -no-reboot} and power-off
+ * goes through ACPI). Kept on purpose: ACPI (the init's {@code poweroff -f} and vmgenid need it),
+ * the HPET (TCG's clock calibration needs it, see below), the PIT and PIC (early boot), SMM (not
+ * yet proven unneeded by a boot), and {@code graphics}: {@code graphics=off} removes no device
+ * under {@code -nodefaults} but tells SeaBIOS to print on the serial console, which is the
+ * guest's console file. microvm and aarch64 {@code virt} create no such devices by default;
+ * {@code usb=off} pins that. The options are part of the argv, so template and clone get the
+ * same machine, and a changed option gives a new template id.
  *
  * <p>Why: microvm boots fastest (FINDINGS: 1.1 s guest uptime against 1.55–1.8 s for {@code pc}
  * under TCG on an idle machine) but has no HPET and no ACPI PM timer. Under KVM that does not
@@ -56,15 +70,22 @@ import java.util.Optional;
 public record MachineProfile(String machine, String cpu, String accel, String consoleDevice, boolean mmio,
         Optional<String> pvpanic, boolean vmgenid) {
 
-    /** microvm, as verified here: ISA serial for the console, RTC for the clock, no option ROMs. */
-    public static final String MICROVM = "microvm,x-option-roms=off,isa-serial=on,rtc=on";
+    /** microvm, as verified here: ISA serial for the console, RTC for the clock, no option ROMs, no USB. */
+    public static final String MICROVM = "microvm,x-option-roms=off,isa-serial=on,rtc=on,usb=off";
     /** The TCG translation cache cap in MiB (see {@link #accel}). */
     public static final int TCG_TB_MIB = 128;
 
-    /** q35 without the VMware backdoor port. */
-    public static final String Q35 = "q35,vmport=off";
-    /** aarch64 virt with the best GIC the accelerator offers. */
-    public static final String VIRT = "virt,gic-version=max";
+    /** What q35 has switched off on every QEMU qvm supports (6.0+). */
+    public static final String Q35_OFF = "vmport=off,sata=off,smbus=off,usb=off";
+    /** ... and from QEMU 7.0 (the version that added the property). */
+    public static final String Q35_OFF_7_0 = "i8042=off";
+    /** aarch64 virt with the best GIC the accelerator offers, no USB. */
+    public static final String VIRT = "virt,gic-version=max,usb=off";
+
+    /** The q35 machine for {@code version}: q35 with every device of {@link #Q35_OFF} (and {@link #Q35_OFF_7_0}) off. */
+    static String q35(QemuVersion version) {
+        return "q35," + Q35_OFF + (version.atLeast(7, 0) ? "," + Q35_OFF_7_0 : "");
+    }
 
     public MachineProfile {
         Objects.requireNonNull(machine);
@@ -110,17 +131,18 @@ public record MachineProfile(String machine, String cpu, String accel, String co
             return new MachineProfile(VIRT, hw ? "host" : "max", accel, "ttyAMA0", true, Optional.of("pvpanic-pci"),
                     false);
         }
+        String q35 = q35(version);
         switch (accelerator) {
             case KVM:
                 return templated
-                        ? new MachineProfile(Q35, "host", accel, "ttyS0", false, Optional.of("pvpanic"), true)
+                        ? new MachineProfile(q35, "host", accel, "ttyS0", false, Optional.of("pvpanic"), true)
                         : new MachineProfile(MICROVM, "host", accel, "ttyS0", true, Optional.empty(), false);
             case TCG:
-                return new MachineProfile(Q35, "max", accel, "ttyS0", false, Optional.of("pvpanic"), true);
+                return new MachineProfile(q35, "max", accel, "ttyS0", false, Optional.of("pvpanic"), true);
             case HVF:
-                return new MachineProfile(Q35, "host", accel, "ttyS0", false, Optional.of("pvpanic"), true);
+                return new MachineProfile(q35, "host", accel, "ttyS0", false, Optional.of("pvpanic"), true);
             case WHPX:
-                return new MachineProfile(Q35, "Nehalem", accel, "ttyS0", false, Optional.of("pvpanic"), true);
+                return new MachineProfile(q35, "Nehalem", accel, "ttyS0", false, Optional.of("pvpanic"), true);
             default:
                 throw new IllegalStateException(accelerator.toString());
         }

@@ -33,6 +33,43 @@ class QemuCommandTest {
         return argv.get(argv.indexOf(flag) + 1);
     }
 
+    /** Every machine option of the -M value, without the machine type. */
+    private static Set<String> machineOptions(List<String> argv) {
+        List<String> parts = List.of(after(argv, "-M").split(","));
+        return Set.copyOf(parts.subList(1, parts.size()));
+    }
+
+    @Test
+    @Tag("security")
+    void q35SwitchesOffTheDevicesNoSandboxUses() {
+        Set<String> q72 = machineOptions(QemuCommand.build(linuxTcg().build()));
+        assertTrue(q72.containsAll(Set.of("vmport=off", "sata=off", "smbus=off", "usb=off", "i8042=off")), q72.toString());
+        // QEMU 6.2 has no i8042 property: asking for it would be refused at start
+        Set<String> q62 = machineOptions(QemuCommand.build(GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64,
+                Accelerator.TCG, "6.2.0", "/usr/bin/qemu-system-x86_64").build()));
+        assertTrue(q62.containsAll(Set.of("vmport=off", "sata=off", "smbus=off", "usb=off")), q62.toString());
+        assertTrue(q62.stream().noneMatch(o -> o.startsWith("i8042")), q62.toString());
+        // kept: ACPI (power-off, vmgenid), the HPET (TCG's clock), graphics (off would turn on SeaBIOS's serial console)
+        assertTrue(q72.stream().noneMatch(o -> o.startsWith("acpi") || o.startsWith("hpet") || o.startsWith("graphics")),
+                q72.toString());
+        Set<String> microvm = machineOptions(QemuCommand.build(GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64,
+                Accelerator.KVM, "7.2.22", "/usr/bin/qemu-system-x86_64").build()));
+        assertTrue(microvm.contains("usb=off"), microvm.toString());
+        Set<String> virt = machineOptions(QemuCommand.build(GoldenCases.unix(HostOs.LINUX, Arch.AARCH64, Arch.AARCH64,
+                Accelerator.KVM, "7.2.22", "/usr/bin/qemu-system-aarch64").build()));
+        assertTrue(virt.contains("usb=off"), virt.toString());
+    }
+
+    @Test
+    void aTemplateAndItsClonesGetTheSameMachine() {
+        Path ram = Path.of("/t/ram");
+        List<String> template = QemuCommand.build(linuxTcg().role(new VmRole.Template(java.util.Optional.of(ram))).build());
+        List<String> clone = QemuCommand.build(linuxTcg().role(new VmRole.Clone(java.util.Optional.of(ram))).build());
+        assertEquals(after(template, "-M"), after(clone, "-M"));
+        assertEquals(after(template, "-accel"), after(clone, "-accel"));
+        assertEquals(after(template, "-cpu"), after(clone, "-cpu"));
+    }
+
     @Test
     void sizesComeFromTheConfig() {
         SandboxConfig c = SandboxConfig.builder().vcpus(4).memoryMib(3000).guestTmpMib(200)
@@ -76,7 +113,7 @@ class QemuCommandTest {
                 Accelerator.TCG, "7.2.22", "/usr/bin/qemu-system-aarch64").build());
         assertTrue(after(argv, "-append").startsWith("console=ttyAMA0 panic=-1 "));
         assertEquals("max", after(argv, "-cpu"));
-        assertEquals("virt,gic-version=max", after(argv, "-M"));
+        assertEquals("virt,gic-version=max,usb=off", after(argv, "-M"));
         assertEquals("tcg,thread=multi,tb-size=" + MachineProfile.TCG_TB_MIB, after(argv, "-accel"));
     }
 
