@@ -151,8 +151,11 @@ public final class FunctionalCheck implements AcceleratorCheck {
     /** Starts QEMU, watches its merged output for a marker, and always kills it. */
     static Run run(List<String> argv, List<String> markers, Duration deadline) throws IOException {
         long start = System.nanoTime();
-        Process p = new ProcessBuilder(argv).redirectErrorStream(true)
-                .redirectInput(ProcessBuilder.Redirect.PIPE).start();
+        ProcessBuilder pb = new ProcessBuilder(argv).redirectErrorStream(true)
+                .redirectInput(ProcessBuilder.Redirect.PIPE);
+        pb.environment().clear(); // QEMU gets what the sandbox's QEMU gets, not the host's environment
+        pb.environment().putAll(io.qvm.backend.process.ChildEnvironment.forQemu());
+        Process p = pb.start();
         StringBuilder out = new StringBuilder();
         Thread reader = new Thread(() -> pump(p.getInputStream(), out), "qvm-probe-console");
         reader.setDaemon(true);

@@ -1,6 +1,7 @@
 package io.qvm.backend.process;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.System.Logger.Level;
 import java.nio.file.Files;
@@ -12,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -25,7 +27,7 @@ import org.apache.commons.exec.ExecuteWatchdog;
 import org.apache.commons.exec.ProcessDestroyer;
 import org.apache.commons.exec.PumpStreamHandler;
 import org.apache.commons.exec.ShutdownHookProcessDestroyer;
-import org.apache.commons.exec.environment.EnvironmentUtils;
+import org.apache.commons.exec.StreamPumper;
 
 /**
  * One running QEMU, launched with Apache Commons Exec from an argv built elsewhere.
@@ -45,8 +47,11 @@ import org.apache.commons.exec.environment.EnvironmentUtils;
  * }</pre>
  *
  * <ul>
- *   <li>stdin is closed; stdout and stderr are pumped into files, each capped (16 MiB by default)
- *       so a chatty QEMU cannot fill the disk.
+ *   <li>QEMU's environment is {@link ChildEnvironment#forQemu()} ({@code LC_ALL=C}), never the
+ *       host's, plus what {@link Launcher#environment} adds.
+ *   <li>stdin is closed, or reads a file ({@link Launcher#stdin}: a clone's migration stream,
+ *       {@code migrate-incoming fd:0}); stdout and stderr are pumped into files, each capped
+ *       (16 MiB by default) so a chatty QEMU cannot fill the disk.
  *   <li>{@link #onExit()} completes after QEMU exited <em>and</em> its stdout/stderr were fully
  *       written to the files, so a tail taken then is complete.
  *   <li>If the JVM shuts down (normal exit, SIGTERM/SIGINT) while QEMU runs, a shutdown hook
@@ -197,7 +202,8 @@ public final class QemuProcess implements AutoCloseable {
         private Path stderr;
         private Path console;
         private Path workingDirectory;
-        private final Map<String, String> extraEnvironment = new HashMap<>();
+        private Path stdin;
+        private final Map<String, String> environment = new TreeMap<>(ChildEnvironment.forQemu());
         private long maxLogBytes = DEFAULT_MAX_LOG_BYTES;
         private Duration startTimeout = DEFAULT_START_TIMEOUT;
         private boolean destroyOnJvmExit = true;
@@ -238,9 +244,21 @@ public final class QemuProcess implements AutoCloseable {
             return this;
         }
 
-        /** Adds a variable to the inherited environment. */
+        /**
+         * Sets a variable in QEMU's environment, which otherwise is {@link ChildEnvironment#forQemu()}
+         * alone: nothing is inherited from the host.
+         */
         public Launcher environment(String name, String value) {
-            extraEnvironment.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(value, "value"));
+            environment.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(value, "value"));
+            return this;
+        }
+
+        /**
+         * QEMU's stdin reads {@code file} (opened by this process, so QEMU needs no access to it
+         * after dropping privileges), then end of input. Default: stdin is closed at once.
+         */
+        public Launcher stdin(Path file) {
+            this.stdin = Objects.requireNonNull(file, "file");
             return this;
         }
 
@@ -284,6 +302,7 @@ public final class QemuProcess implements AutoCloseable {
             }
             OutputStream out;
             OutputStream err;
+            InputStream in = null;
             try {
                 Files.createDirectories(stdout.toAbsolutePath().getParent());
                 Files.createDirectories(stderr.toAbsolutePath().getParent());
@@ -293,12 +312,21 @@ public final class QemuProcess implements AutoCloseable {
                 throw new QemuProcessException("cannot create QEMU log files " + stdout + ", " + stderr
                         + ": " + e, null, "", "", e);
             }
+            if (stdin != null) {
+                try {
+                    in = Files.newInputStream(stdin);
+                } catch (IOException e) {
+                    closeQuietly(out, err);
+                    throw new QemuProcessException("cannot open " + stdin + " for QEMU's stdin: " + e, null, "", "", e);
+                }
+            }
+            InputStream input = in;
             CompletableFuture<Process> launched = new CompletableFuture<>();
             CompletableFuture<ExitInfo> exit = new CompletableFuture<>();
             ExecuteWatchdog watchdog = ExecuteWatchdog.builder()
                     .setTimeout(ExecuteWatchdog.INFINITE_TIMEOUT_DURATION).get();
             DefaultExecutor.Builder<?> eb = DefaultExecutor.builder()
-                    .setExecuteStreamHandler(new PumpStreamHandler(out, err))
+                    .setExecuteStreamHandler(new Pumps(out, err, input))
                     .setThreadFactory(r -> {
                         Thread t = new Thread(r, "qvm-qemu-exec");
                         t.setDaemon(true);
@@ -315,12 +343,14 @@ public final class QemuProcess implements AutoCloseable {
                 @Override
                 public void onProcessComplete(int exitValue) {
                     closeQuietly(out, err);
+                    closeQuietly(input);
                     exit.complete(new ExitInfo(exitValue, Instant.now()));
                 }
 
                 @Override
                 public void onProcessFailed(ExecuteException e) {
                     closeQuietly(out, err);
+                    closeQuietly(input);
                     Process p = launched.getNow(null);
                     if (p == null) {
                         launched.completeExceptionally(e);
@@ -335,6 +365,7 @@ public final class QemuProcess implements AutoCloseable {
                 executor.execute(command, environment(), handler);
             } catch (IOException e) {
                 closeQuietly(out, err);
+                closeQuietly(input);
                 throw new QemuProcessException("cannot start QEMU " + argv.get(0) + ": " + e, null,
                         LogTail.tail(stderr, TAIL_BYTES), "", e);
             }
@@ -359,23 +390,41 @@ public final class QemuProcess implements AutoCloseable {
             return new QemuProcess(this, process, exit);
         }
 
-        private Map<String, String> environment() throws IOException {
-            if (extraEnvironment.isEmpty()) {
-                return null; // inherit
-            }
-            Map<String, String> env = EnvironmentUtils.getProcEnvironment();
-            env.putAll(extraEnvironment);
-            return env;
+        /** The complete environment (never null: a null would make Commons Exec inherit the host's). */
+        private Map<String, String> environment() {
+            return new HashMap<>(environment);
         }
 
-        private static void closeQuietly(OutputStream... streams) {
-            for (OutputStream s : streams) {
+        private static void closeQuietly(java.io.Closeable... streams) {
+            for (java.io.Closeable s : streams) {
+                if (s == null) {
+                    continue;
+                }
                 try {
                     s.close();
                 } catch (IOException e) {
-                    LOG.log(Level.DEBUG, "closing a QEMU log failed", e);
+                    LOG.log(Level.DEBUG, "closing a QEMU stream failed", e);
                 }
             }
+        }
+    }
+
+    /**
+     * Commons Exec's pumps with 64 KiB buffers (its default is 1 KiB, slow for a migration stream
+     * of a whole guest's RAM on stdin) on daemon threads.
+     */
+    private static final class Pumps extends PumpStreamHandler {
+        private static final int BUFFER = 64 << 10;
+
+        Pumps(OutputStream out, OutputStream err, InputStream in) {
+            super(out, err, in);
+        }
+
+        @Override
+        protected Thread createPump(InputStream is, OutputStream os, boolean closeWhenExhausted) {
+            Thread t = new Thread(new StreamPumper(is, os, closeWhenExhausted, BUFFER), "qvm-qemu-pump");
+            t.setDaemon(true);
+            return t;
         }
     }
 

@@ -57,6 +57,35 @@ class QemuProcessTest {
     }
 
     @Test
+    @Tag("security")
+    void qemuGetsAMinimalEnvironmentNotTheHosts() throws Exception {
+        assumeTrue(System.getenv("PATH") != null, "the test JVM has a PATH to leave out");
+        QemuProcess p = start("env");
+        assertEquals(0, p.onExit().get(60, TimeUnit.SECONDS).exitCode());
+        assertEquals(List.of("LC_ALL=C"), Files.readAllLines(p.stdoutLog()));
+    }
+
+    @Test
+    void anAddedVariableJoinsTheMinimalEnvironment() throws Exception {
+        QemuProcess p = processes.track(QemuProcess.launcher(List.of("env")).environment("QVM_X", "1")
+                .stdout(tmp.resolve("out.log")).stderr(tmp.resolve("err.log")).start());
+        p.onExit().get(60, TimeUnit.SECONDS);
+        assertEquals(java.util.Set.of("LC_ALL=C", "QVM_X=1"), java.util.Set.copyOf(Files.readAllLines(p.stdoutLog())));
+    }
+
+    @Test
+    void stdinReadsTheGivenFileToItsEnd() throws Exception {
+        byte[] data = new byte[3 << 20];
+        new java.util.Random(7).nextBytes(data);
+        Path file = Files.write(tmp.resolve("state"), data);
+        Path copy = tmp.resolve("copy");
+        QemuProcess p = processes.track(QemuProcess.launcher(List.of("sh", "-c", "cat > '" + copy + "'")).stdin(file)
+                .stdout(tmp.resolve("out.log")).stderr(tmp.resolve("err.log")).start());
+        assertEquals(0, p.onExit().get(60, TimeUnit.SECONDS).exitCode());
+        assertTrue(java.util.Arrays.equals(data, Files.readAllBytes(copy)));
+    }
+
+    @Test
     void argumentsArePassedVerbatim() throws Exception {
         QemuProcess p = start("sh", "-c", "printf '%s|' \"$@\"", "sh", "a b", "\"quoted\"", "$HOME", "");
         p.onExit().get(60, TimeUnit.SECONDS);
