@@ -8,6 +8,7 @@ import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostInfo;
 import io.qvm.backend.probe.HostProbe;
 import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.process.QemuUser;
 import io.qvm.backend.process.ReapReport;
 import io.qvm.backend.process.SocketPaths;
 import io.qvm.backend.process.StaleSandboxReaper;
@@ -80,6 +81,9 @@ public final class QemuVmBackend implements SandboxBackend {
     private final Map<String, Set<String>> cloneRandoms = new ConcurrentHashMap<>();
     private final Map<String, AcceleratorChoice> choices = new ConcurrentHashMap<>();
     private final ReapReport startupReap;
+    private final QemuUser qemuUser;
+    /** Who QEMU drops to, once {@link #qemuUser} said so (a refusal is not kept: the fix takes effect at once). */
+    private volatile Optional<QemuUser.Account> runAs;
     private volatile HostInfo host;
     private volatile boolean closed;
 
@@ -93,6 +97,7 @@ public final class QemuVmBackend implements SandboxBackend {
         this.useProbeCache = b.useProbeCache;
         this.templates = TemplateStore.at(b.templateRoot != null ? b.templateRoot : env.templateRoot());
         this.useTemplates = b.useTemplates != null ? b.useTemplates : env.templatesEnabled();
+        this.qemuUser = b.qemuUser != null ? b.qemuUser : QemuUser.system(env);
         this.startupReap = b.reapOnStart ? reap() : null;
     }
 
@@ -173,6 +178,7 @@ public final class QemuVmBackend implements SandboxBackend {
         if (closed) {
             throw new IllegalStateException("this backend is closed");
         }
+        runAs(); // as root with no user for QEMU, nothing starts (not even a template build)
         long deadline = Deadlines.after(config.bootTimeout());
         List<String> earlier = new ArrayList<>();
         if (useTemplates) {
@@ -335,6 +341,7 @@ public final class QemuVmBackend implements SandboxBackend {
         if (unsupported.isPresent()) {
             throw new TemplateException("templates are not used here: " + unsupported.get());
         }
+        runAs();
         long deadline = Deadlines.after(config.bootTimeout());
         return templates.obtain(plan.key(), plan.mode(), (dir, m) -> buildTemplate(plan, dir, deadline), progress);
     }
@@ -435,7 +442,21 @@ public final class QemuVmBackend implements SandboxBackend {
     }
 
     private VmStart.Context context() {
-        return new VmStart.Context(states, runtimeRoot, progress, running::remove);
+        return new VmStart.Context(states, runtimeRoot, progress, running::remove, runAs());
+    }
+
+    /**
+     * The user QEMU drops to (empty: this process is not root, QEMU runs as its user).
+     *
+     * @throws HostSetupException this process is root and there is no unprivileged user for QEMU
+     */
+    public Optional<QemuUser.Account> runAs() {
+        Optional<QemuUser.Account> r = runAs;
+        if (r == null) {
+            r = qemuUser.dropTo();
+            runAs = r;
+        }
+        return r;
     }
 
     /** The host, its QEMU, the verified image and the accelerator for {@code config}. */
@@ -475,8 +496,18 @@ public final class QemuVmBackend implements SandboxBackend {
         private HostProbe hostProbe;
         private Path templateRoot;
         private Boolean useTemplates;
+        private QemuUser qemuUser;
 
         private Builder() {
+        }
+
+        /**
+         * Who QEMU runs as (default {@link QemuUser#system()}: this process's user, or, when this
+         * process is root, {@code QVM_QEMU_USER} — {@code qvm} — which must exist).
+         */
+        public Builder qemuUser(QemuUser user) {
+            this.qemuUser = Objects.requireNonNull(user, "user");
+            return this;
         }
 
         /**

@@ -48,15 +48,18 @@ import java.util.concurrent.atomic.AtomicReference;
  *     what the scenario's worker prints there);
  * <li>{@code -chardev file,id=qvme}: the init's events port ({@code InitEvents});
  * <li>{@code -chardev socket,id=qmp}: a QMP server (greeting, {@code qmp_capabilities},
- *     {@code query-status}, {@code cont}, {@code stop}, {@code migrate} and
- *     {@code migrate-incoming} over {@code unix:} URIs, {@code query-migrate}, {@code quit},
+ *     {@code query-status}, {@code cont}, {@code stop}, {@code migrate} to a {@code unix:} URI,
+ *     {@code migrate-incoming fd:0} (its stdin), {@code query-migrate}, {@code quit},
  *     {@code system_powerdown});
+ * <li>{@code -runas}/{@code -run-with}: accepted (a JVM cannot drop its uid; tests of the drop
+ *     itself run a real QEMU);
  * <li>{@code -chardev socket,id=qvmw}: the worker's port, served by {@link FakeWorker} (real frames);
  * <li>{@code -chardev socket,id=qvmc}: the init's control port ({@code restore}/{@code ping}).
  * </ul>
  *
  * What goes wrong is set per test in {@code scenario.properties} next to the launcher script
- * (see {@link FakeQemuHost}); {@code boots} there counts the sandboxes this QEMU played.
+ * (see {@link FakeQemuHost}); {@code boots} there counts the sandboxes this QEMU played, and
+ * {@code argv} holds the last sandbox's command line (one argument per line).
  * <pre>
  *  workerExitStatus=N    the worker exits with N before READY (then the VM powers off)
  *  failingBoots=K        … in the first K boots only (default: every boot)
@@ -77,6 +80,7 @@ public final class FakeQemu {
     private final Map<String, String> chardevPaths = new HashMap<>();
     private final Properties scenario = new Properties();
     private final Path dir;
+    private final List<String> argv;
     private final boolean incoming;
     private Path console;
     private Path events;
@@ -87,6 +91,7 @@ public final class FakeQemu {
 
     private FakeQemu(Path dir, List<String> argv) throws IOException {
         this.dir = dir;
+        this.argv = List.copyOf(argv);
         Path sc = dir.resolve("scenario.properties");
         if (Files.exists(sc)) {
             try (InputStream in = Files.newInputStream(sc)) {
@@ -159,6 +164,7 @@ public final class FakeQemu {
             System.exit(Integer.parseInt(exitAtStart));
         }
         int boot = countBoot();
+        Files.write(dir.resolve("argv"), argv);
         Files.writeString(pidFile, ProcessHandle.current().pid() + "\n");
         Files.writeString(dir.resolve("pids"), ProcessHandle.current().pid() + "\n", StandardOpenOption.CREATE,
                 StandardOpenOption.APPEND);
@@ -334,7 +340,7 @@ public final class FakeQemu {
                 case "stop" -> runState = "paused";
                 case "query-migrate" -> ret.put("status", migration.get());
                 case "migrate" -> migrateOut(uri(cmd));
-                case "migrate-incoming" -> migrateIn(uri(cmd));
+                case "migrate-incoming" -> migrateIn(cmd.path("arguments").path("uri").asText());
                 default -> {
                     // qmp_capabilities, migrate-set-capabilities, quit, system_powerdown…: {}
                 }
@@ -377,19 +383,19 @@ public final class FakeQemu {
         t.start();
     }
 
-    /** {@code migrate-incoming}: listen on the socket and read the state stream to its end. */
-    private void migrateIn(Path socket) throws IOException {
-        ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
-        server.bind(UnixDomainSocketAddress.of(socket));
+    /** {@code migrate-incoming fd:0}: read the state stream from stdin to its end. */
+    private void migrateIn(String uri) {
+        if (!uri.equals("fd:0")) {
+            throw new IllegalArgumentException("this fake loads a migration from its stdin (fd:0) only, got " + uri);
+        }
         migration.set("active");
         Thread t = new Thread(() -> {
-            try (server; SocketChannel ch = server.accept()) {
-                ByteBuffer buf = ByteBuffer.allocate(1 << 16);
+            try (InputStream in = System.in) {
+                byte[] buf = new byte[1 << 16];
                 long total = 0;
                 int n;
-                while ((n = ch.read(buf)) >= 0) {
+                while ((n = in.read(buf)) >= 0) {
                     total += n;
-                    buf.clear();
                 }
                 migration.set(total > 0 ? "completed" : "failed");
                 runState = "paused";

@@ -50,6 +50,11 @@ final class FakeQemuHost {
         return Files.exists(counter) ? Integer.parseInt(Files.readString(counter).strip()) : 0;
     }
 
+    /** The command line of the last sandbox the fake QEMU played. */
+    java.util.List<String> lastArgv() throws IOException {
+        return Files.readAllLines(root.resolve("argv"));
+    }
+
     /** Every fake QEMU process that played a sandbox (its pid), alive or not. */
     java.util.List<ProcessHandle> processes() throws IOException {
         Path pids = root.resolve("pids");
@@ -72,14 +77,23 @@ final class FakeQemuHost {
         return root.resolve("templates");
     }
 
-    /** A backend on this host: every directory its own, the probe finding the fake QEMU. */
+    /**
+     * A backend on this host: every directory its own, the probe finding the fake QEMU, QEMU
+     * kept as the test's user (a JVM cannot drop its uid the way QEMU's {@code -runas} does; the
+     * tests run as root too, and a root host's policy is tested with {@link #backendAsRoot}).
+     */
     QemuVmBackend.Builder backend() {
+        return backendAsRoot(io.qvm.backend.process.QemuUser.of(1000, "qvm", name -> java.util.Optional.empty()));
+    }
+
+    /** {@link #backend()} with QEMU's user chosen by {@code user} (e.g. a root host's). */
+    QemuVmBackend.Builder backendAsRoot(io.qvm.backend.process.QemuUser user) {
         // Only the fake counts: a real qemu-system-* in /usr/bin must not be probed (this is a unit test).
         QemuLocator locator = new QemuLocator(HostOs.LINUX, Map.of("QVM_QEMU", root.resolve("bin").toString()),
                 p -> p.startsWith(root) && Files.isRegularFile(p) && Files.isExecutable(p));
         return QemuVmBackend.builder().hostProbe(new HostProbe("Linux", "amd64", locator, CommandRunner.system()))
                 .imageDir(root.resolve("image")).stateDirectory(stateRoot()).runtimeDirectory(runtimeRoot())
-                .templateDirectory(templateRoot()).useProbeCache(false);
+                .templateDirectory(templateRoot()).useProbeCache(false).qemuUser(user);
     }
 
     /** A config for this host: TCG (so no probe of /dev/kvm decides), deadlines that fit a test. */

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.qvm.backend.process.QemuUser;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -201,6 +202,49 @@ class QemuVmBackendTest {
             assertTrue(e.getMessage().contains("QEMU exited with code 7"), e.getMessage());
             assertFalse(e.getMessage().contains("boot deadline"), "QEMU's exit is the reason, not a deadline: "
                     + e.getMessage());
+        }
+    }
+
+    @Test
+    @Tag("security")
+    void aRootHostWithNoUserForQemuStartsNothingAndSaysTheFix() throws Exception {
+        QemuUser root = QemuUser.of(0, "qvm", name -> java.util.Optional.empty());
+        try (QemuVmBackend backend = host.backendAsRoot(root).build()) {
+            HostSetupException e = assertThrows(HostSetupException.class,
+                    () -> backend.start(FakeQemuHost.config().build()));
+            assertEquals(HostSetupException.Problem.HOST_SETUP_NEEDED, e.problem());
+            assertTrue(e.getMessage().contains("useradd --system --no-create-home --shell /usr/sbin/nologin qvm"),
+                    e.getMessage());
+            assertEquals(0, host.boots(), "no QEMU ran, not even for a template");
+        }
+    }
+
+    @Test
+    @Tag("security")
+    void aRootHostsQemuDropsToTheUnprivilegedUser() throws Exception {
+        QemuUser root = QemuUser.of(0, "qvm", name -> java.util.Optional.of(new QemuUser.Account(name, 998, 997)));
+        try (QemuVmBackend backend = host.backendAsRoot(root).templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            List<String> argv = host.lastArgv();
+            assertEquals("qvm", argv.get(argv.indexOf("-runas") + 1), argv::toString);
+            assertEquals(io.qvm.backend.qemu.QemuCommand.SECCOMP_RUNAS, argv.get(argv.indexOf("-sandbox") + 1));
+            assertArrayEquals(new byte[] {9}, s.echo(new byte[] {9}));
+        }
+    }
+
+    @Test
+    @Tag("security")
+    void aTemplateStreamFromAnotherUserThanQemusIsRefusedAndTheSandboxColdBoots() throws Exception {
+        // The fake QEMU cannot drop to user qvm as a real one does: it connects as the test's user,
+        // which is exactly what the host must refuse from anyone but QEMU's user.
+        QemuUser root = QemuUser.of(0, "qvm", name -> java.util.Optional.of(new QemuUser.Account(name, 998, 997)));
+        List<String> said = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (QemuVmBackend backend = host.backendAsRoot(root).progress(said::add).build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            assertFalse(s.bootReport().restored());
+            assertTrue(said.stream().anyMatch(l -> l.contains("cannot build a shared-ram template")
+                    && l.contains("not by QEMU's user qvm")), said::toString);
+            assertEquals(0, backend.templateStore().list().size(), "no template was kept");
         }
     }
 

@@ -21,6 +21,8 @@ import java.util.Optional;
  *     on Windows, else {@code /tmp/qvm-<uid>}</td></tr>
  * <tr><td>{@value #QEMU}</td><td>QEMU binary or its directory, searched before PATH</td><td>—</td></tr>
  * <tr><td>{@value #TEMPLATES}</td><td>{@code off}: cold-boot every sandbox</td><td>templates on</td></tr>
+ * <tr><td>{@value #QEMU_USER}</td><td>the unprivileged user QEMU drops to when qvm runs as root
+ *     ({@code io.qvm.backend.process.QemuUser})</td><td>{@code qvm}</td></tr>
  * </table>
  *
  * A variable that is unset or blank counts as unset. The image root's order is: an explicit path
@@ -36,6 +38,7 @@ public final class QvmEnvironment {
     public static final String RUNTIME_DIR = "QVM_RUNTIME_DIR";
     public static final String QEMU = "QVM_QEMU";
     public static final String TEMPLATES = "QVM_TEMPLATES";
+    public static final String QEMU_USER = "QVM_QEMU_USER";
 
     private final Map<String, String> env;
     private final String home;
@@ -131,6 +134,11 @@ public final class QvmEnvironment {
     /** {@value #QEMU}: a QEMU binary or the directory holding it, if set. */
     public Optional<String> qemuOverride() {
         return get(QEMU);
+    }
+
+    /** {@value #QEMU_USER}, else {@code qvm}: who QEMU runs as when qvm runs as root. */
+    public String qemuUser() {
+        return get(QEMU_USER).map(String::strip).orElse(io.qvm.backend.process.QemuUser.DEFAULT_USER);
     }
 
     /** False when {@value #TEMPLATES} is {@code off}. */

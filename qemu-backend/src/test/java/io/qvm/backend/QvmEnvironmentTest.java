@@ -31,6 +31,13 @@ class QvmEnvironmentTest {
     }
 
     @Test
+    void qemuDropsToQvmUnlessQvmQemuUserNamesAnother() {
+        assertEquals("qvm", env(Map.of()).qemuUser());
+        assertEquals("qvm", env(Map.of("QVM_QEMU_USER", " ")).qemuUser(), "blank counts as unset");
+        assertEquals("sandboxer", env(Map.of("QVM_QEMU_USER", "sandboxer")).qemuUser());
+    }
+
+    @Test
     void theCacheHoldsTemplatesAndProbeVerdicts() {
         QvmEnvironment e = env(Map.of("QVM_CACHE", "/c"));
         assertEquals(Path.of("/c/templates"), e.templateRoot());

@@ -30,10 +30,10 @@ import java.util.function.Predicate;
 
 /**
  * The steps of a clone's readiness, after {@link VmStart#launch} started QEMU paused with
- * {@code -incoming defer} on the template's RAM file:
+ * {@code -incoming defer} on the template's RAM file, the template's state file on its stdin:
  *
  * <ol>
- * <li>{@code state-loaded}: the template's device state streamed in over QMP migration;
+ * <li>{@code state-loaded}: the template's device state loaded ({@code migrate-incoming fd:0});
  * <li>{@code resumed}: {@code cont};
  * <li>{@code clock-set}: the guest init sets the wall clock from the host and reports that the
  *     kernel reseeded its random generator after the VM fork (vmgenid); none refuses the
@@ -69,12 +69,13 @@ public final class CloneRestore {
     public static QemuSandbox restore(VmStart.Context ctx, VmStart.Target target, io.qvm.SandboxConfig config,
             Template template, Predicate<String> freshRandom, List<String> earlier, long deadline) {
         // the template was verified by TemplateStore.obtain() for this very start (adr/0006: every use)
-        VmStart p = VmStart.launch(ctx, target, config, new VmRole.Clone(template.ramFile()), deadline);
+        VmStart p = VmStart.launch(ctx, target, config, new VmRole.Clone(template.ramFile()),
+                Optional.of(template.stateFile()), deadline);
         long startNanos = p.startNanos();
         Map<String, Duration> phases = p.phases();
         try {
-            MigrationStream.restore(p.qmp(), p.sockets().migration(), template.stateFile(),
-                    template.mode() == TemplateMode.SHARED_RAM, Deadlines.remaining(deadline, Duration.ofSeconds(60)));
+            MigrationStream.restore(p.qmp(), template.mode() == TemplateMode.SHARED_RAM,
+                    Deadlines.remaining(deadline, Duration.ofSeconds(60)));
             phases.put("state-loaded", Deadlines.since(startNanos));
             p.qmp().cont();
             phases.put("resumed", Deadlines.since(startNanos));

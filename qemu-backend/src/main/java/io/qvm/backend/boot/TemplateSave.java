@@ -25,7 +25,7 @@ public final class TemplateSave {
             throws Exception {
         try {
             start.control().ping(Duration.ofSeconds(10));
-            MigrationStream.Saved saved = MigrationStream.save(start.qmp(), start.sockets().migration(),
+            MigrationStream.Saved saved = MigrationStream.save(start.qmp(), start.migrationSocket(),
                     dir.resolve(Template.STATE), mode == TemplateMode.SHARED_RAM, Duration.ofSeconds(120));
             return new TemplateStore.Built(start.config().memoryMib(), vm.bootReport().total().toMillis(),
                     saved.took().toMillis());

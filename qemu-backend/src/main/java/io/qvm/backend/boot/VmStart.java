@@ -12,6 +12,7 @@ import io.qvm.backend.probe.HostInfo;
 import io.qvm.backend.probe.QemuInstallation;
 import io.qvm.backend.process.QemuProcess;
 import io.qvm.backend.process.QemuProcessException;
+import io.qvm.backend.process.QemuUser;
 import io.qvm.backend.process.SandboxState;
 import io.qvm.backend.process.SocketPaths;
 import io.qvm.backend.process.StateDirectory;
@@ -88,10 +89,14 @@ public final class VmStart {
 
     /**
      * What every start shares: where state and sockets go, who hears progress, who is told
-     * when a sandbox closes.
+     * when a sandbox closes, and how QEMU is confined beyond its argv: the unprivileged user it
+     * drops to when this process is root ({@link QemuUser#dropTo()}).
      */
     public record Context(StateDirectory states, Path runtimeRoot, Consumer<String> progress,
-            Consumer<QemuSandbox> onClosed) {
+            Consumer<QemuSandbox> onClosed, Optional<QemuUser.Account> runAs) {
+        public Context {
+            java.util.Objects.requireNonNull(runAs, "runAs");
+        }
     }
 
     /** What the VM runs: the host as probed, its QEMU, the verified image and the accelerator. */
@@ -129,11 +134,21 @@ public final class VmStart {
      * @throws SandboxException typed as {@link #fail} says, with everything released
      */
     public static VmStart launch(Context ctx, Target target, SandboxConfig config, VmRole role, long deadline) {
+        return launch(ctx, target, config, role, Optional.empty(), deadline);
+    }
+
+    /**
+     * As {@link #launch(Context, Target, SandboxConfig, VmRole, long)}, with {@code incoming} (a
+     * clone's migration stream, the template's state file) on QEMU's stdin for
+     * {@link io.qvm.backend.template.MigrationStream#restore}.
+     */
+    public static VmStart launch(Context ctx, Target target, SandboxConfig config, VmRole role,
+            Optional<Path> incoming, long deadline) {
         VmStart v = new VmStart(ctx, target, config);
         try {
             GuestTransport guestTransport = role instanceof VmRole.Cold ? v.chooseTransport()
                     : new GuestTransport.Serial(v.sockets.worker());
-            v.startProcess(role, guestTransport);
+            v.startProcess(role, guestTransport, incoming);
             v.connectTransport(guestTransport, deadline);
             v.connectControl(deadline);
             v.connectQmp(deadline);
@@ -147,7 +162,8 @@ public final class VmStart {
     }
 
     /** Step: record the sandbox, build the argv, start QEMU and follow its console. */
-    private void startProcess(VmRole role, GuestTransport guestTransport) throws IOException, QemuProcessException {
+    private void startProcess(VmRole role, GuestTransport guestTransport, Optional<Path> incoming)
+            throws IOException, QemuProcessException {
         HostInfo h = target.host();
         AcceleratorChoice accel = target.accel();
         sockets.createDirectories();
@@ -157,7 +173,8 @@ public final class VmStart {
                 .qemu(target.qemu().binary(), target.qemu().version()).config(config)
                 .image(target.image().kernel(), target.image().initrd())
                 .qmpSocket(sockets.qmp()).consoleLog(state.consoleLog()).eventsLog(state.eventsLog()).pidFile(state.pidFile())
-                .controlSocket(sockets.control()).transport(guestTransport).role(role).build();
+                .controlSocket(sockets.control()).transport(guestTransport).role(role)
+                .runAs(ctx.runAs().map(QemuUser.Account::name)).build();
         List<String> argv = QemuCommand.build(input);
         profile = MachineProfile.select(h.os(), h.arch(), target.image().arch(), accel.accelerator(),
                 target.qemu().version(), !(role instanceof VmRole.Cold));
@@ -166,8 +183,10 @@ public final class VmStart {
         say(what + " (" + accel.accelerator().qemuName() + ", " + machine() + ", " + config.vcpus() + " vCPU, "
                 + config.memoryMib() + " MiB)");
         startNanos = System.nanoTime();
-        qemu = QemuProcess.launcher(argv).stdout(state.stdoutLog()).stderr(state.stderrLog())
-                .console(state.consoleLog()).start();
+        QemuProcess.Launcher launcher = QemuProcess.launcher(argv).stdout(state.stdoutLog())
+                .stderr(state.stderrLog()).console(state.consoleLog());
+        incoming.ifPresent(launcher::stdin);
+        qemu = launcher.start();
         state.recordQemu(qemu.handle());
         QemuProcess started = qemu;
         console = new GuestWatcher(state.eventsLog(), state.consoleLog(), InitEvents.CONSOLE_MAX_BYTES,
@@ -252,6 +271,15 @@ public final class VmStart {
 
     public SocketPaths sockets() {
         return sockets;
+    }
+
+    /**
+     * Where this VM's QEMU hands over its migration stream when it is saved: the sandbox's private
+     * runtime directory, or, when QEMU dropped to another user, a socket only that user can reach.
+     */
+    public io.qvm.backend.template.MigrationSocket migrationSocket() throws IOException {
+        return ctx.runAs().isPresent() ? io.qvm.backend.template.MigrationSocket.reachableBy(ctx.runAs().get())
+                : io.qvm.backend.template.MigrationSocket.inPrivateDirectory(sockets.migration());
     }
 
     public SandboxConfig config() {

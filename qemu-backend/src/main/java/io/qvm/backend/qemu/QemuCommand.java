@@ -28,8 +28,12 @@ import java.util.List;
  * <li>the serial console into a file ({@code -chardev file,id=con} + {@code -serial chardev:con});</li>
  * <li>QMP on a unix socket ({@code -chardev socket,id=qmp,…,server=on,wait=off} +
  *     {@code -mon chardev=qmp,mode=control}) and {@code -pidfile};</li>
+ * <li>when the host process is root ({@link QemuCommandInput#runAs()}): {@code -runas USER}
+ *     ({@code -run-with user=USER} from QEMU 9.1, which deprecates {@code -runas}): QEMU sets up
+ *     as root, then drops to the unprivileged user for good before the guest runs;</li>
  * <li>Linux hosts: {@code -sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny}
- *     (QEMU's seccomp filter; macOS and Windows builds have no seccomp);</li>
+ *     (QEMU's seccomp filter; macOS and Windows builds have no seccomp); {@link #SECCOMP_RUNAS}
+ *     with a privilege drop;</li>
  * <li>panic → exit: {@code -action panic=exit-failure} (QEMU ≥ 7.1; {@code panic=shutdown} on
  *     6.0–7.0) and the machine's pvpanic device where the guest can find it (not on microvm);</li>
  * <li>the worker channel: {@code virtio-serial-device}/{@code -pci} + chardev {@code qvmw} +
@@ -57,6 +61,16 @@ public final class QemuCommand {
 
     /** The QEMU seccomp sandbox options used on Linux hosts. */
     public static final String SECCOMP = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny";
+
+    /**
+     * The seccomp options with a privilege drop: {@code elevateprivileges=allow}. QEMU installs
+     * its filter while parsing its options and drops to the {@code -runas} user at the end of its
+     * setup, with {@code setgid}/{@code setuid}; {@code deny} (and {@code children}) forbid exactly
+     * those calls, and QEMU 7.2 then dies with SIGSYS at start (measured here). After the drop the
+     * real, effective and saved ids are all the user's and the filter has set no_new_privs, so
+     * the set*id calls can no longer raise privileges: the filter's other rules stay as they are.
+     */
+    public static final String SECCOMP_RUNAS = "on,obsolete=deny,elevateprivileges=allow,spawn=deny,resourcecontrol=deny";
 
     private QemuCommand() {
     }
@@ -99,8 +113,9 @@ public final class QemuCommand {
         add(a, "-chardev", "socket,id=qmp,path=" + socketOpt("qmpSocket", in.qmpSocket()) + ",server=on,wait=off",
                 "-mon", "chardev=qmp,mode=control");
         add(a, "-pidfile", in.pidFile().toString());
+        in.runAs().ifPresent(user -> add(a, runAs(in, user)));
         if (in.hostOs() == HostOs.LINUX) {
-            add(a, "-sandbox", SECCOMP);
+            add(a, "-sandbox", in.runAs().isPresent() ? SECCOMP_RUNAS : SECCOMP);
         }
         add(a, "-action", in.qemuVersion().atLeast(7, 1) ? "panic=exit-failure" : "panic=shutdown");
         p.pvpanic().ifPresent(d -> add(a, "-device", d));
@@ -197,6 +212,20 @@ public final class QemuCommand {
             throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "accelerator AUTO must be resolved (AcceleratorSelector) before "
                     + "building a QEMU command line");
         }
+    }
+
+    /** QEMU's option for dropping to {@code user}: {@code -run-with user=} from 9.1, else {@code -runas}. */
+    private static String[] runAs(QemuCommandInput in, String user) {
+        if (in.hostOs() == HostOs.WINDOWS) {
+            throw new HostSetupException(HostSetupException.Problem.HOST_UNSUPPORTED, "QEMU on Windows cannot drop "
+                    + "to another user (" + user + ")");
+        }
+        if (!user.matches("[a-z_][a-z0-9_-]{0,31}")) {
+            throw new HostSetupException(HostSetupException.Problem.HOST_SETUP_NEEDED, "'" + user
+                    + "' is not a user name QEMU can drop to");
+        }
+        return in.qemuVersion().atLeast(9, 1) ? new String[] {"-run-with", "user=" + user}
+                : new String[] {"-runas", user};
     }
 
     /** A path as a QemuOpts value: commas are doubled. */

@@ -7,6 +7,7 @@ import io.qvm.backend.probe.HostOs;
 import io.qvm.backend.probe.QemuVersion;
 import java.nio.file.Path;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * Everything {@link QemuCommand} needs — and nothing it may look up by itself: the argv is a pure
@@ -31,10 +32,14 @@ import java.util.Objects;
  * @param transport   virtio-serial (with its socket) or vsock (with the guest CID)
  * @param controlSocket unix socket of the guest init's control port ({@code qvm.control})
  * @param role        cold boot, template or clone ({@link VmRole})
+ * @param runAs       the unprivileged user QEMU drops to after its setup, when the host process is
+ *                    root ({@code io.qvm.backend.process.QemuUser}); empty: QEMU keeps the host
+ *                    process's (unprivileged) user
  */
 public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
         QemuVersion qemuVersion, Path qemuBinary, SandboxConfig config, Path kernel, Path initrd, Path qmpSocket,
-        Path consoleLog, Path eventsLog, Path pidFile, GuestTransport transport, Path controlSocket, VmRole role) {
+        Path consoleLog, Path eventsLog, Path pidFile, GuestTransport transport, Path controlSocket, VmRole role,
+        Optional<String> runAs) {
 
     public QemuCommandInput {
         Objects.requireNonNull(hostOs, "hostOs");
@@ -53,12 +58,13 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
         Objects.requireNonNull(transport, "transport");
         Objects.requireNonNull(controlSocket, "controlSocket");
         Objects.requireNonNull(role, "role");
+        Objects.requireNonNull(runAs, "runAs");
     }
 
     /** The same input with another role (a template and its clones differ only in role and paths). */
     public QemuCommandInput withRole(VmRole newRole) {
         return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, config, kernel,
-                initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, newRole);
+                initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, newRole, runAs);
     }
 
     /** A builder; every field must be set. */
@@ -84,6 +90,7 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
         private GuestTransport transport;
         private Path controlSocket;
         private VmRole role = VmRole.cold();
+        private Optional<String> runAs = Optional.empty();
 
         private Builder() {
         }
@@ -157,10 +164,16 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
             return this;
         }
 
+        /** Default: empty (QEMU keeps the host process's user). */
+        public Builder runAs(Optional<String> user) {
+            this.runAs = user;
+            return this;
+        }
+
         /** @throws NullPointerException naming the first missing field */
         public QemuCommandInput build() {
             return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, config,
-                    kernel, initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, role);
+                    kernel, initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, role, runAs);
         }
     }
 }

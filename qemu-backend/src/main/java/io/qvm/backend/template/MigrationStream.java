@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.backend.qmp.QmpClient;
 import io.qvm.backend.qmp.QmpException;
-import io.qvm.protocol.util.Retry;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -22,12 +21,19 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * Moves a VM's migration stream between QEMU and a file on the host, over a unix socket.
+ * Moves a VM's migration stream between QEMU and a file on the host.
  *
- * <p>Why a socket and not {@code exec:} or {@code file:}: QEMU runs under its seccomp filter
- * with {@code spawn=deny}, which forbids {@code exec:} (it forks a shell); {@code file:} arrived
- * in QEMU 8.2 and Debian 12 ships 7.2. With {@code unix:} QEMU connects to (save) or listens on
- * (restore) a socket in the sandbox's private runtime directory, and the host copies the bytes.
+ * <p>Save: QEMU connects to a unix socket the host listens on ({@code migrate unix:…}, see
+ * {@link MigrationSocket} for where it lives when QEMU runs as another user) and the host copies
+ * the bytes into the file. Restore: QEMU reads the stream from its stdin ({@code migrate-incoming
+ * fd:0}), which the host opened on the file when it started QEMU ({@code QemuProcess.Launcher#stdin}),
+ * so a QEMU that dropped its privileges needs no access to the file, and no socket of its own.
+ *
+ * <p>Why these: QEMU runs under its seccomp filter with {@code spawn=deny}, which forbids
+ * {@code exec:} (it forks a shell); {@code file:} arrived in QEMU 8.2 and Debian 12 ships 7.2;
+ * a named {@code fd:} needs SCM_RIGHTS on the QMP socket, which the JDK's channels cannot send,
+ * and QEMU 7.2 takes a numeric {@code fd:} on {@code migrate-incoming} only, not on
+ * {@code migrate} ("File descriptor named '1' has not been found", measured).
  *
  * <p>In {@code shared-ram} mode the capability {@code x-ignore-shared} is set on both ends: RAM
  * that lives in a {@code share=on} file is left out of the stream (the clone maps the same file),
@@ -36,7 +42,6 @@ import java.util.concurrent.TimeoutException;
 public final class MigrationStream {
 
     private static final long POLL_MILLIS = 5;
-    private static final Duration CONNECT_PAUSE = Duration.ofMillis(2);
 
     private MigrationStream() {
     }
@@ -45,61 +50,92 @@ public final class MigrationStream {
     public record Saved(long bytes, Duration took) {
     }
 
+    /** What a restore's {@code migrate-incoming} is given: QEMU's stdin. */
+    public static final String INCOMING_URI = "fd:0";
+
     /**
      * Stops the VM and writes its migration stream to {@code stateFile}. The VM stays stopped: the
      * caller quits it (a template must never run again once saved — its clones map its RAM).
+     * {@code socket} is removed when this returns.
      *
-     * @throws TemplateException the migration failed or did not complete within {@code timeout}
+     * @throws TemplateException the migration failed or did not complete within {@code timeout},
+     *     or someone else than QEMU's user connected
      */
-    public static Saved save(QmpClient qmp, Path socket, Path stateFile, boolean ignoreShared, Duration timeout)
-            throws IOException, InterruptedException, QmpException {
+    public static Saved save(QmpClient qmp, MigrationSocket socket, Path stateFile, boolean ignoreShared,
+            Duration timeout) throws IOException, InterruptedException, QmpException {
         long t0 = System.nanoTime();
-        Files.deleteIfExists(socket);
-        try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
-            server.bind(UnixDomainSocketAddress.of(socket));
-            CompletableFuture<Long> copied = CompletableFuture.supplyAsync(() -> receive(server, stateFile));
+        try (socket; ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            Files.deleteIfExists(socket.path());
+            server.bind(UnixDomainSocketAddress.of(socket.path()));
+            socket.grantAccess();
+            CompletableFuture<Long> copied = CompletableFuture.supplyAsync(() -> receive(server, socket, stateFile));
             qmp.execute("stop", null, timeout);
             setIgnoreShared(qmp, ignoreShared, timeout);
-            ObjectNode args = JsonNodeFactory.instance.objectNode().put("uri", "unix:" + socket);
+            ObjectNode args = JsonNodeFactory.instance.objectNode().put("uri", "unix:" + socket.path());
             qmp.execute("migrate", args, timeout);
             long bytes;
             try {
-                bytes = copied.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-            } catch (TimeoutException e) {
-                server.close();
-                throw new TemplateException("the template's migration stream did not end within "
-                        + timeout.toMillis() + " ms");
+                bytes = awaitCopy(qmp, copied, server, timeout);
             } catch (ExecutionException e) {
-                throw new TemplateException("receiving the template's migration stream failed: "
-                        + e.getCause().getMessage(), e.getCause());
+                Throwable c = e.getCause() instanceof java.io.UncheckedIOException u ? u.getCause() : e.getCause();
+                if (c instanceof TemplateException t) {
+                    throw t;
+                }
+                throw new TemplateException("receiving the template's migration stream failed: " + c.getMessage(), c);
             }
             awaitMigration(qmp, "completed", timeout, "saving the template");
             return new Saved(bytes, Duration.ofNanos(System.nanoTime() - t0));
-        } finally {
-            Files.deleteIfExists(socket);
+        }
+    }
+
+    /** How long a save waits for the stream before it also asks QEMU whether the migration failed. */
+    private static final Duration ASK_AFTER = Duration.ofMillis(500);
+
+    /**
+     * The copied byte count once the stream ended. While it runs, QEMU is asked after
+     * {@link #ASK_AFTER} (and then every {@value #POLL_MILLIS}0 ms) whether the migration failed — a
+     * QEMU that cannot reach the socket fails at once, and says why — instead of waiting for the
+     * whole timeout.
+     */
+    private static long awaitCopy(QmpClient qmp, CompletableFuture<Long> copied, ServerSocketChannel server,
+            Duration timeout) throws ExecutionException, InterruptedException, QmpException, IOException {
+        long t0 = System.nanoTime();
+        while (true) {
+            try {
+                return copied.get(POLL_MILLIS * 10, TimeUnit.MILLISECONDS);
+            } catch (TimeoutException e) {
+                long waited = System.nanoTime() - t0;
+                if (waited > timeout.toNanos()) {
+                    server.close();
+                    throw new TemplateException("the template's migration stream did not end within "
+                            + timeout.toMillis() + " ms");
+                }
+                if (waited > ASK_AFTER.toNanos()) {
+                    JsonNode r = qmp.execute("query-migrate", null, timeout);
+                    String status = r.path("status").asText("");
+                    if (status.equals("failed") || status.equals("cancelled")) {
+                        server.close();
+                        throw new TemplateException("saving the template failed: migration " + status + " ("
+                                + r.path("error-desc").asText("no reason given") + ")");
+                    }
+                }
+            }
         }
     }
 
     /**
-     * Loads {@code stateFile} into a QEMU started with {@code -S -incoming defer} and waits until
-     * the VM is restored and paused.
+     * Has a QEMU started with {@code -S -incoming defer} and the template's state file on its
+     * stdin load that stream ({@value #INCOMING_URI}), and waits until the VM is restored and
+     * paused.
      *
      * @throws TemplateException the stream was refused or the VM did not reach {@code paused}
      */
-    public static Duration restore(QmpClient qmp, Path socket, Path stateFile, boolean ignoreShared,
-            Duration timeout) throws IOException, InterruptedException, QmpException {
+    public static Duration restore(QmpClient qmp, boolean ignoreShared, Duration timeout)
+            throws InterruptedException, QmpException {
         long t0 = System.nanoTime();
         setIgnoreShared(qmp, ignoreShared, timeout);
-        ObjectNode args = JsonNodeFactory.instance.objectNode().put("uri", "unix:" + socket);
+        ObjectNode args = JsonNodeFactory.instance.objectNode().put("uri", INCOMING_URI);
         qmp.execute("migrate-incoming", args, timeout);
-        try (SocketChannel out = connect(socket, timeout);
-                FileChannel in = FileChannel.open(stateFile, StandardOpenOption.READ)) {
-            long size = in.size();
-            long sent = 0;
-            while (sent < size) {
-                sent += in.transferTo(sent, size - sent, out);
-            }
-        }
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
             String status = qmp.execute("query-status", null, timeout).path("status").asText();
@@ -159,10 +195,18 @@ public final class MigrationStream {
         }
     }
 
-    private static long receive(ServerSocketChannel server, Path stateFile) {
-        try (SocketChannel in = server.accept();
-                FileChannel out = FileChannel.open(stateFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                        StandardOpenOption.TRUNCATE_EXISTING)) {
+    private static long receive(ServerSocketChannel server, MigrationSocket socket, Path stateFile) {
+        try (SocketChannel in = server.accept()) {
+            socket.checkPeer(in);
+            return copy(in, stateFile);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static long copy(SocketChannel in, Path stateFile) throws IOException {
+        try (FileChannel out = FileChannel.open(stateFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
             long total = 0;
             java.nio.ByteBuffer buf = java.nio.ByteBuffer.allocateDirect(1 << 20);
             while (in.read(buf) >= 0) {
@@ -174,26 +218,6 @@ public final class MigrationStream {
             }
             out.force(true);
             return total;
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
-    }
-
-    private static SocketChannel connect(Path socket, Duration timeout) throws IOException, InterruptedException {
-        Retry retry = Retry.until(timeout, CONNECT_PAUSE, CONNECT_PAUSE, () -> true);
-        while (true) {
-            SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
-            try {
-                ch.connect(UnixDomainSocketAddress.of(socket));
-                return ch;
-            } catch (IOException e) {
-                ch.close();
-                if (retry.expired()) {
-                    throw new TemplateException("QEMU did not listen for the template's state on " + socket
-                            + " within " + timeout.toMillis() + " ms: " + e.getMessage());
-                }
-            }
-            retry.pause("connecting to " + socket);
         }
     }
 }

@@ -38,7 +38,8 @@ import java.util.TreeMap;
  *       QEMU, and a fingerprint of the binary (an upgrade in place changes size or mtime).</li>
  * </ul>
  * Not in the key: the request limits ({@code maxPixels}, deadlines, frame sizes…). They are not
- * in the guest's memory before a session: every clone sends its own HELLO with them.
+ * in the guest's memory before a session: every clone sends its own HELLO with them. Nor the
+ * user QEMU drops to ({@code runAs}): it shapes the host process, not the guest or its machine.
  */
 public record TemplateKey(SortedMap<String, String> inputs) {
 

@@ -61,6 +61,12 @@ final class GoldenCases {
                 "/usr/bin/qemu-system-x86_64").role(new VmRole.Clone(java.util.Optional.of(Path.of(ram)))).build());
         m.put("linux-x86_64-tcg-clone-full", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, "7.2.22",
                 "/usr/bin/qemu-system-x86_64").role(new VmRole.Clone(java.util.Optional.empty())).build());
+        // qvm as root: QEMU drops to the unprivileged user (-runas; -run-with user= from 9.1)
+        m.put("linux-x86_64-tcg-root", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, "7.2.22",
+                "/usr/bin/qemu-system-x86_64").runAs(java.util.Optional.of("qvm")).build());
+        m.put("linux-x86_64-kvm-clone-root-qemu-10.0", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.KVM,
+                "10.0.2", "/usr/bin/qemu-system-x86_64").role(new VmRole.Clone(java.util.Optional.of(Path.of(ram))))
+                .runAs(java.util.Optional.of("qvm")).build());
         String win = "C:\\Users\\qvm\\AppData\\Local\\qvm\\run\\s1\\";
         m.put("windows-x86_64-whpx", QemuCommandInput.builder().host(HostOs.WINDOWS, Arch.X86_64)
                 .guestArch(Arch.X86_64).accelerator(Accelerator.WHPX)

@@ -61,6 +61,25 @@ class QemuCommandTest {
     }
 
     @Test
+    @Tag("security")
+    void aRootHostHasQemuDropToItsUserAndOnlyThenAllowsTheSetuidCalls() {
+        List<String> user = QemuCommand.build(linuxTcg().build());
+        assertTrue(!user.contains("-runas") && !user.contains("-run-with"), user.toString());
+        assertEquals(QemuCommand.SECCOMP, after(user, "-sandbox"));
+        List<String> root = QemuCommand.build(linuxTcg().runAs(java.util.Optional.of("qvm")).build());
+        assertEquals("qvm", after(root, "-runas"));
+        assertEquals(QemuCommand.SECCOMP_RUNAS, after(root, "-sandbox"));
+        assertTrue(QemuCommand.SECCOMP_RUNAS.contains("elevateprivileges=allow")
+                && QemuCommand.SECCOMP.contains("elevateprivileges=deny"));
+        List<String> newer = QemuCommand.build(linuxTcg().qemu(Path.of("/q"), QemuVersion.of("9.1.0"))
+                .runAs(java.util.Optional.of("qvm")).build());
+        assertEquals("user=qvm", after(newer, "-run-with"));
+        assertTrue(!newer.contains("-runas"));
+        assertEquals(HostSetupException.Problem.HOST_SETUP_NEEDED, assertThrows(HostSetupException.class,
+                () -> QemuCommand.build(linuxTcg().runAs(java.util.Optional.of("qvm,chroot=/")).build())).problem());
+    }
+
+    @Test
     void aTemplateAndItsClonesGetTheSameMachine() {
         Path ram = Path.of("/t/ram");
         List<String> template = QemuCommand.build(linuxTcg().role(new VmRole.Template(java.util.Optional.of(ram))).build());
@@ -186,7 +205,7 @@ class QemuCommandTest {
                 new QemuCommandInput(winOld.hostOs(), winOld.hostArch(), winOld.guestArch(), winOld.accelerator(),
                         QemuVersion.of("7.0.0"), winOld.qemuBinary(), winOld.config(), winOld.kernel(),
                         winOld.initrd(), winOld.qmpSocket(), winOld.consoleLog(), winOld.eventsLog(), winOld.pidFile(),
-                        winOld.transport(), winOld.controlSocket(), winOld.role())));
+                        winOld.transport(), winOld.controlSocket(), winOld.role(), winOld.runAs())));
         assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, w.problem());
         assertTrue(w.getMessage().contains("unix-socket chardevs"), w.getMessage());
         assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, assertThrows(HostSetupException.class, () -> QemuCommand.build(

@@ -9,6 +9,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.qvm.backend.qmp.FakeQmpServer.Effect;
 import io.qvm.backend.qmp.FakeQmpServer.Reply;
+import io.qvm.backend.process.Posix;
+import io.qvm.backend.process.QemuUser;
+import io.qvm.backend.template.MigrationSocket;
 import io.qvm.backend.template.MigrationStream;
 import io.qvm.backend.template.TemplateException;
 import java.io.ByteArrayOutputStream;
@@ -20,6 +23,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,8 +40,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * {@link MigrationStream} against {@link FakeQmpServer}, the test playing QEMU's part of the
  * migration on real unix sockets: on {@code migrate} it connects to the URI's socket and writes
- * the stream; on {@code migrate-incoming} it listens there and reads it. (In this package because
- * the fake QMP server is package-private.)
+ * the stream. A restore's stream reaches QEMU on its stdin ({@code migrate-incoming fd:0}):
+ * {@code QemuProcessTest} proves the file arrives whole, {@code MigrationRealQemuTest} that a real
+ * QEMU loads it. (In this package because the fake QMP server is package-private.)
  */
 @Tag("unit")
 class MigrationStreamTest {
@@ -172,7 +177,7 @@ class MigrationStreamTest {
                 .enqueue("query-migrate", Reply.ok(migrateStatus("completed")));
         Path state = tmp.resolve("state");
 
-        MigrationStream.Saved saved = MigrationStream.save(client(), socket, state, true, LONG);
+        MigrationStream.Saved saved = MigrationStream.save(client(), MigrationSocket.inPrivateDirectory(socket), state, true, LONG);
 
         assertEquals(STREAM_BYTES, saved.bytes());
         assertArrayEquals(bytes, Files.readAllBytes(state));
@@ -195,7 +200,7 @@ class MigrationStreamTest {
         Path state = tmp.resolve("state");
         Files.write(state, new byte[5000]); // an older, longer file is replaced, not overwritten in part
 
-        assertEquals(1000, MigrationStream.save(client(), socket, state, false, LONG).bytes());
+        assertEquals(1000, MigrationStream.save(client(), MigrationSocket.inPrivateDirectory(socket), state, false, LONG).bytes());
         assertArrayEquals(bytes, Files.readAllBytes(state));
         assertEquals(List.of("qmp_capabilities", "stop", "migrate", "query-migrate"), names(commands()));
     }
@@ -207,7 +212,7 @@ class MigrationStreamTest {
                 .enqueue("query-migrate", Reply.ok(
                         "{\"status\": \"failed\", \"error-desc\": \"Unable to write to socket: Broken pipe\"}"));
         TemplateException e = assertThrows(TemplateException.class,
-                () -> MigrationStream.save(client(), socket, tmp.resolve("state"), true, LONG));
+                () -> MigrationStream.save(client(), MigrationSocket.inPrivateDirectory(socket), tmp.resolve("state"), true, LONG));
         assertTrue(e.getMessage().contains("migration failed"), e.getMessage());
         assertTrue(e.getMessage().contains("Unable to write to socket: Broken pipe"), e.getMessage());
         assertFalse(Files.exists(socket));
@@ -218,7 +223,7 @@ class MigrationStreamTest {
         server.enqueue("migrate", Reply.of(qemuSends(stream(100)), Effect.ok("{}")))
                 .enqueue("query-migrate", Reply.ok(migrateStatus("cancelled")));
         TemplateException e = assertThrows(TemplateException.class,
-                () -> MigrationStream.save(client(), socket, tmp.resolve("state"), false, LONG));
+                () -> MigrationStream.save(client(), MigrationSocket.inPrivateDirectory(socket), tmp.resolve("state"), false, LONG));
         assertTrue(e.getMessage().contains("migration cancelled"), e.getMessage());
     }
 
@@ -226,7 +231,7 @@ class MigrationStreamTest {
     void aRefusedMigrateCommandIsAQmpError() throws Exception {
         server.enqueue("migrate", Reply.error("GenericError", "There's a migration process in progress"));
         QmpErrorException e = assertThrows(QmpErrorException.class,
-                () -> MigrationStream.save(client(), socket, tmp.resolve("state"), false, LONG));
+                () -> MigrationStream.save(client(), MigrationSocket.inPrivateDirectory(socket), tmp.resolve("state"), false, LONG));
         assertEquals("migrate", e.command());
         assertFalse(Files.exists(socket), "the migration socket is removed");
     }
@@ -246,86 +251,129 @@ class MigrationStreamTest {
         }), Effect.ok("{}")));
         try {
             TemplateException e = assertThrows(TemplateException.class,
-                    () -> MigrationStream.save(client(), socket, tmp.resolve("state"), false, Duration.ofMillis(500)));
+                    () -> MigrationStream.save(client(), MigrationSocket.inPrivateDirectory(socket), tmp.resolve("state"), false, Duration.ofMillis(500)));
             assertTrue(e.getMessage().contains("did not end within 500 ms"), e.getMessage());
         } finally {
             release.complete(null);
         }
     }
 
+    // ---- save to a QEMU that dropped to another user -----------------------------------------
+
+    /** This process's own account, standing in for QEMU's user (a test cannot connect as another uid). */
+    private QemuUser.Account me() throws IOException {
+        Path probe = Files.createTempFile(tmp, "me", "");
+        return new QemuUser.Account(System.getProperty("user.name"), Posix.currentUid(),
+                (Integer) Files.getAttribute(probe, "unix:gid"));
+    }
+
+    @Test
+    @Tag("security")
+    void aSocketForAnotherUserIsReachableByItsGroupOnlyAndGoneAfterTheSave() throws Exception {
+        byte[] bytes = stream(1000);
+        QemuUser.Account qemu = me();
+        MigrationSocket handover = MigrationSocket.reachableBy(qemu, tmp);
+        Path dir = handover.path().getParent();
+        List<String> seen = new CopyOnWriteArrayList<>();
+        server.enqueue("migrate", Reply.of(Effect.run(cmd -> {
+            // what QEMU finds when it connects: a directory its group may enter but not list, a socket it may open
+            seen.add(PosixFilePermissions.toString(Files.getPosixFilePermissions(dir)));
+            seen.add(PosixFilePermissions.toString(Files.getPosixFilePermissions(socketOf(cmd))));
+            seen.add(Files.getAttribute(socketOf(cmd), "unix:gid").toString());
+        }), qemuSends(bytes), Effect.ok("{}")))
+                .enqueue("query-migrate", Reply.ok(migrateStatus("completed")));
+        Path state = tmp.resolve("state");
+        assertEquals(1000, MigrationStream.save(client(), handover, state, false, LONG).bytes());
+        assertEquals(List.of("rwx--x---", "rw-rw----", Integer.toString(qemu.gid())), seen);
+        assertTrue(handover.path().getFileName().toString().matches("[0-9a-f]{32}\\.sock"), handover.path().toString());
+        assertFalse(Files.exists(dir), "the hand-over directory is removed");
+        assertArrayEquals(bytes, Files.readAllBytes(state));
+    }
+
+    @Test
+    @Tag("security")
+    void aStreamFromAnotherUserThanQemusIsRefused() throws Exception {
+        QemuUser.Account someoneElse = new QemuUser.Account("qvm-not-me", 54321, me().gid());
+        MigrationSocket handover = MigrationSocket.reachableBy(someoneElse, tmp);
+        server.enqueue("migrate", Reply.of(Effect.run(cmd -> {
+            Path target = socketOf(cmd);
+            background("fake-qemu-of-another-user", () -> {
+                try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+                    ch.connect(UnixDomainSocketAddress.of(target));
+                    ch.write(ByteBuffer.wrap(stream(100)));
+                } catch (IOException refused) {
+                    // the host hung up on it: that is the point
+                }
+            });
+        }), Effect.ok("{}"))).enqueue("query-migrate", Reply.ok(migrateStatus("completed")));
+        Path state = tmp.resolve("state");
+        TemplateException e = assertThrows(TemplateException.class,
+                () -> MigrationStream.save(client(), handover, state, false, LONG));
+        assertTrue(e.getMessage().contains("not by QEMU's user qvm-not-me"), e.getMessage());
+        assertFalse(Files.exists(state), "not a byte of it was kept");
+        assertFalse(Files.exists(handover.path().getParent()));
+    }
+
     // ---- restore -----------------------------------------------------------------------------
 
     @Test
-    void restoreStreamsTheFileToQemuAndReturnsOncePaused() throws Exception {
-        byte[] bytes = stream(STREAM_BYTES);
-        Path state = tmp.resolve("state");
-        Files.write(state, bytes);
-        CompletableFuture<byte[]> got = new CompletableFuture<>();
+    void restoreHasQemuLoadItsStdinAndReturnsOncePaused() throws Exception {
         server.enqueue("migrate-set-capabilities", Reply.ok("{}"))
-                .enqueue("migrate-incoming", Reply.of(qemuReceivesInto(got), Effect.ok("{}")))
+                .enqueue("migrate-incoming", Reply.ok("{}"))
                 .enqueue("query-status", Reply.ok("{\"status\": \"inmigrate\", \"running\": false}"))
                 .enqueue("query-status", Reply.ok("{\"status\": \"paused\", \"running\": false}"))
                 .enqueue("query-migrate", Reply.ok(migrateStatus("completed")));
 
-        Duration took = MigrationStream.restore(client(), socket, state, true, LONG);
+        Duration took = MigrationStream.restore(client(), true, LONG);
 
         assertFalse(took.isNegative());
-        assertArrayEquals(bytes, got.get(30, TimeUnit.SECONDS));
         List<JsonNode> cmds = commands();
         assertEquals(List.of("qmp_capabilities", "migrate-set-capabilities", "migrate-incoming", "query-status",
                 "query-status", "query-migrate"), names(cmds));
-        assertEquals("unix:" + socket, cmds.get(2).path("arguments").path("uri").asText());
+        assertEquals("fd:0", cmds.get(2).path("arguments").path("uri").asText());
+        assertEquals("x-ignore-shared", cmds.get(1).path("arguments").path("capabilities").get(0).path("capability")
+                .asText());
     }
 
     @Test
     void restoreWaitsWhilePausedButTheMigrationIsStillActive() throws Exception {
-        Path state = tmp.resolve("state");
-        Files.write(state, stream(100));
-        CompletableFuture<byte[]> got = new CompletableFuture<>();
-        server.enqueue("migrate-incoming", Reply.of(qemuReceivesInto(got), Effect.ok("{}")))
+        server.enqueue("migrate-incoming", Reply.ok("{}"))
                 .enqueue("query-status", Reply.ok("{\"status\": \"paused\", \"running\": false}"))
                 .enqueue("query-migrate", Reply.ok(migrateStatus("active")))
                 .enqueue("query-status", Reply.ok("{\"status\": \"paused\", \"running\": false}"))
                 .enqueue("query-migrate", Reply.ok(migrateStatus("completed")));
-        MigrationStream.restore(client(), socket, state, false, LONG);
+        MigrationStream.restore(client(), false, LONG);
         assertEquals(List.of("qmp_capabilities", "migrate-incoming", "query-status", "query-migrate", "query-status",
                 "query-migrate"), names(commands()));
     }
 
     @Test
     void aStateQemuRefusesIsATemplateException() throws Exception {
-        Path state = tmp.resolve("state");
-        Files.write(state, stream(100));
-        CompletableFuture<byte[]> got = new CompletableFuture<>();
-        server.enqueue("migrate-incoming", Reply.of(qemuReceivesInto(got), Effect.ok("{}")))
+        server.enqueue("migrate-incoming", Reply.ok("{}"))
                 .enqueue("query-status", Reply.ok("{\"status\": \"paused\", \"running\": false}"))
                 .enqueue("query-migrate", Reply.ok(
                         "{\"status\": \"failed\", \"error-desc\": \"load of migration failed: Invalid argument\"}"));
-        TemplateException e = assertThrows(TemplateException.class,
-                () -> MigrationStream.restore(client(), socket, state, false, LONG));
+        TemplateException e = assertThrows(TemplateException.class, () -> MigrationStream.restore(client(), false, LONG));
         assertTrue(e.getMessage().contains("QEMU refused the template's state: load of migration failed"),
                 e.getMessage());
     }
 
     @Test
     void aCloneThatRunsAfterTheLoadIsATemplateException() throws Exception {
-        Path state = tmp.resolve("state");
-        Files.write(state, stream(100));
-        CompletableFuture<byte[]> got = new CompletableFuture<>();
-        server.enqueue("migrate-incoming", Reply.of(qemuReceivesInto(got), Effect.ok("{}")));
+        server.enqueue("migrate-incoming", Reply.ok("{}"));
         // query-status: the default, "running"
-        TemplateException e = assertThrows(TemplateException.class,
-                () -> MigrationStream.restore(client(), socket, state, false, LONG));
+        TemplateException e = assertThrows(TemplateException.class, () -> MigrationStream.restore(client(), false, LONG));
         assertTrue(e.getMessage().contains("the clone is 'running'"), e.getMessage());
     }
 
     @Test
-    void aQemuThatNeverListensIsATemplateExceptionAtTheTimeout() throws Exception {
-        Path state = tmp.resolve("state");
-        Files.write(state, stream(100));
-        server.enqueue("migrate-incoming", Reply.ok("{}")); // but nobody listens on the socket
+    void aLoadThatNeverEndsIsATemplateExceptionAtTheTimeout() throws Exception {
+        server.enqueue("migrate-incoming", Reply.ok("{}"));
+        for (int i = 0; i < 1000; i++) {
+            server.enqueue("query-status", Reply.ok("{\"status\": \"inmigrate\", \"running\": false}"));
+        }
         TemplateException e = assertThrows(TemplateException.class,
-                () -> MigrationStream.restore(client(), socket, state, false, Duration.ofMillis(300)));
-        assertTrue(e.getMessage().contains("did not listen for the template's state"), e.getMessage());
+                () -> MigrationStream.restore(client(), false, Duration.ofMillis(300)));
+        assertTrue(e.getMessage().contains("did not finish loading the template's state within 300 ms"), e.getMessage());
     }
 }
