@@ -8,6 +8,7 @@ import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostInfo;
 import io.qvm.backend.probe.HostProbe;
 import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.process.CgroupTree;
 import io.qvm.backend.process.QemuUser;
 import io.qvm.backend.process.ReapReport;
 import io.qvm.backend.process.SocketPaths;
@@ -82,6 +83,9 @@ public final class QemuVmBackend implements SandboxBackend {
     private final Map<String, AcceleratorChoice> choices = new ConcurrentHashMap<>();
     private final ReapReport startupReap;
     private final QemuUser qemuUser;
+    private final CgroupTree cgroupTree;
+    /** The cgroup tree once prepared, or empty when the host has none for QEMU (null: not tried yet). */
+    private volatile Optional<CgroupTree> cgroups;
     /** Who QEMU drops to, once {@link #qemuUser} said so (a refusal is not kept: the fix takes effect at once). */
     private volatile Optional<QemuUser.Account> runAs;
     private volatile HostInfo host;
@@ -98,6 +102,7 @@ public final class QemuVmBackend implements SandboxBackend {
         this.templates = TemplateStore.at(b.templateRoot != null ? b.templateRoot : env.templateRoot());
         this.useTemplates = b.useTemplates != null ? b.useTemplates : env.templatesEnabled();
         this.qemuUser = b.qemuUser != null ? b.qemuUser : QemuUser.system(env);
+        this.cgroupTree = b.cgroupTree != null ? b.cgroupTree : CgroupTree.system();
         this.startupReap = b.reapOnStart ? reap() : null;
     }
 
@@ -118,11 +123,18 @@ public final class QemuVmBackend implements SandboxBackend {
         return startupReap;
     }
 
-    /** Stops QEMUs whose owner is gone and removes their state; see {@link StaleSandboxReaper}. */
+    /**
+     * Stops QEMUs whose owner is gone and removes their state and cgroups; see
+     * {@link StaleSandboxReaper}. Empty cgroups older than a minute that no sandbox of this state
+     * directory holds go too.
+     */
     public ReapReport reap() {
         try {
-            ReapReport r = new StaleSandboxReaper(states).reap();
+            ReapReport r = new StaleSandboxReaper(states, cgroupTree).reap();
             r.entries().forEach(e -> LOG.log(System.Logger.Level.INFO, "qvm reaper: " + e));
+            cgroupTree.removeLeftovers(java.time.Duration.ofMinutes(1), id -> states.find(id).isPresent()
+                    || running.stream().anyMatch(s -> s.id().equals(id)))
+                    .forEach(id -> LOG.log(System.Logger.Level.INFO, "qvm reaper: removed the empty cgroup of " + id));
             return r;
         } catch (IOException e) {
             throw new SandboxException("cannot read the state directory " + states.root() + ": " + e.getMessage(), e);
@@ -442,7 +454,31 @@ public final class QemuVmBackend implements SandboxBackend {
     }
 
     private VmStart.Context context() {
-        return new VmStart.Context(states, runtimeRoot, progress, running::remove, runAs());
+        return new VmStart.Context(states, runtimeRoot, progress, running::remove, runAs(), cgroups());
+    }
+
+    /**
+     * The cgroup tree QEMUs go into, prepared on first use, or empty where the host has none
+     * for this process (cgroup v1, a read-only mount, not root): then QEMU runs without, which
+     * is logged once and shown by {@code qvm doctor}.
+     */
+    private Optional<CgroupTree> cgroups() {
+        Optional<CgroupTree> c = cgroups;
+        if (c == null) {
+            synchronized (this) {
+                if (cgroups == null) {
+                    try {
+                        cgroupTree.prepare();
+                        cgroups = Optional.of(cgroupTree);
+                    } catch (IOException | RuntimeException e) {
+                        LOG.log(System.Logger.Level.INFO, "qvm: QEMU runs without a cgroup of its own: " + e.getMessage());
+                        cgroups = Optional.empty();
+                    }
+                }
+                c = cgroups;
+            }
+        }
+        return c;
     }
 
     /**
@@ -497,8 +533,18 @@ public final class QemuVmBackend implements SandboxBackend {
         private Path templateRoot;
         private Boolean useTemplates;
         private QemuUser qemuUser;
+        private CgroupTree cgroupTree;
 
         private Builder() {
+        }
+
+        /**
+         * The cgroup v2 tree each QEMU goes into with its memory and task limits (default
+         * {@link CgroupTree#system()}, used where the host lets this process; else QEMU runs without).
+         */
+        public Builder cgroups(CgroupTree tree) {
+            this.cgroupTree = Objects.requireNonNull(tree, "tree");
+            return this;
         }
 
         /**

@@ -34,6 +34,10 @@ final class FakeQemuHost {
                 + System.getProperty("java.class.path") + "' " + FakeQemu.class.getName() + " '" + root + "' \"$@\"\n");
         Files.setPosixFilePermissions(qemu, PosixFilePermissions.fromString("rwxr-xr-x"));
         writeImage(Files.createDirectories(root.resolve("image").resolve("x86_64")));
+        Path cgroup = Files.createDirectories(cgroupRoot());
+        Files.writeString(cgroup.resolve("cgroup.controllers"), "cpu io memory pids\n");
+        Files.writeString(cgroup.resolve("cgroup.subtree_control"), "");
+        Files.writeString(cgroup.resolve("cgroup.procs"), "");
         saveScenario();
     }
 
@@ -77,6 +81,11 @@ final class FakeQemuHost {
         return root.resolve("templates");
     }
 
+    /** A cgroup v2 root of this host's own, laid out like cgroupfs (the real one is not a test's to change). */
+    Path cgroupRoot() {
+        return root.resolve("cgroup");
+    }
+
     /**
      * A backend on this host: every directory its own, the probe finding the fake QEMU, QEMU
      * kept as the test's user (a JVM cannot drop its uid the way QEMU's {@code -runas} does; the
@@ -93,7 +102,8 @@ final class FakeQemuHost {
                 p -> p.startsWith(root) && Files.isRegularFile(p) && Files.isExecutable(p));
         return QemuVmBackend.builder().hostProbe(new HostProbe("Linux", "amd64", locator, CommandRunner.system()))
                 .imageDir(root.resolve("image")).stateDirectory(stateRoot()).runtimeDirectory(runtimeRoot())
-                .templateDirectory(templateRoot()).useProbeCache(false).qemuUser(user);
+                .templateDirectory(templateRoot()).useProbeCache(false).qemuUser(user)
+                .cgroups(io.qvm.backend.process.CgroupTree.at(cgroupRoot()));
     }
 
     /** A config for this host: TCG (so no probe of /dev/kvm decides), deadlines that fit a test. */

@@ -49,6 +49,8 @@ class QemuVmBackendTest {
         await().atMost(LONG).until(() -> host.processes().stream().noneMatch(ProcessHandle::isAlive));
         assertEquals(List.of(), entries(host.stateRoot().resolve("sandboxes")), "sandbox state left behind");
         assertEquals(List.of(), entries(host.runtimeRoot()), "sockets left behind");
+        List<Path> cgroups = entries(host.cgroupRoot().resolve("qvm")).stream().filter(Files::isDirectory).toList();
+        assertEquals(List.of(), cgroups, "cgroups left behind");
     }
 
     private static List<Path> entries(Path dir) throws IOException {
@@ -74,6 +76,23 @@ class QemuVmBackendTest {
             assertArrayEquals(new byte[] {1, 2, 3}, s.echo(new byte[] {1, 2, 3}));
             assertEquals(1, host.boots());
         }
+    }
+
+    @Test
+    @Tag("security")
+    void eachQemuRunsInACgroupOfItsOwnWithTheSandboxesLimits() throws Exception {
+        SandboxConfig config = FakeQemuHost.config().memoryMib(1024).build();
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(config)) {
+            Path cgroup = host.cgroupRoot().resolve("qvm").resolve(s.id());
+            long qemuPid = host.processes().get(0).pid();
+            assertEquals(List.of(Long.toString(qemuPid)), Files.readAllLines(cgroup.resolve("cgroup.procs")));
+            assertEquals(Long.toString((1024L + 256 + io.qvm.backend.qemu.MachineProfile.TCG_TB_MIB) << 20),
+                    Files.readString(cgroup.resolve("memory.max")));
+            assertEquals(Integer.toString(96 + config.vcpus()), Files.readString(cgroup.resolve("pids.max")));
+            assertEquals("+memory +pids", Files.readString(host.cgroupRoot().resolve("qvm/cgroup.subtree_control")));
+        }
+        // nothingIsLeftBehind: the cgroup went with the sandbox
     }
 
     @Test

@@ -10,6 +10,7 @@ import io.qvm.backend.image.GuestImage;
 import io.qvm.backend.probe.AcceleratorChoice;
 import io.qvm.backend.probe.HostInfo;
 import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.process.CgroupTree;
 import io.qvm.backend.process.QemuProcess;
 import io.qvm.backend.process.QemuProcessException;
 import io.qvm.backend.process.QemuUser;
@@ -90,12 +91,14 @@ public final class VmStart {
     /**
      * What every start shares: where state and sockets go, who hears progress, who is told
      * when a sandbox closes, and how QEMU is confined beyond its argv: the unprivileged user it
-     * drops to when this process is root ({@link QemuUser#dropTo()}).
+     * drops to when this process is root ({@link QemuUser#dropTo()}), and the cgroup tree its
+     * process goes into where the host has one ({@link CgroupTree}, prepared).
      */
     public record Context(StateDirectory states, Path runtimeRoot, Consumer<String> progress,
-            Consumer<QemuSandbox> onClosed, Optional<QemuUser.Account> runAs) {
+            Consumer<QemuSandbox> onClosed, Optional<QemuUser.Account> runAs, Optional<CgroupTree> cgroups) {
         public Context {
             java.util.Objects.requireNonNull(runAs, "runAs");
+            java.util.Objects.requireNonNull(cgroups, "cgroups");
         }
     }
 
@@ -186,7 +189,16 @@ public final class VmStart {
         QemuProcess.Launcher launcher = QemuProcess.launcher(argv).stdout(state.stdoutLog())
                 .stderr(state.stderrLog()).console(state.consoleLog());
         incoming.ifPresent(launcher::stdin);
+        CgroupTree.Cgroup cgroup = null;
+        if (ctx.cgroups().isPresent()) {
+            cgroup = ctx.cgroups().get().create(id, CgroupTree.memoryMaxBytes(config,
+                    accel.accelerator() == io.qvm.Accelerator.TCG, MachineProfile.TCG_TB_MIB), CgroupTree.tasksMax(config));
+            extras.add(cgroup); // closed after QEMU is gone: then it is empty and can be removed
+        }
         qemu = launcher.start();
+        if (cgroup != null) {
+            cgroup.add(qemu.pid());
+        }
         state.recordQemu(qemu.handle());
         QemuProcess started = qemu;
         console = new GuestWatcher(state.eventsLog(), state.consoleLog(), InitEvents.CONSOLE_MAX_BYTES,

@@ -28,8 +28,8 @@ import java.util.concurrent.TimeoutException;
  *       alive, its argv[0] matches the recorded binary, its arguments mention this sandbox (its
  *       pidfile path, or its id as a path segment such as its socket directory), and its start
  *       instant matches when recorded. A pid that fails any of these is never signalled.
- *   <li>If it is that QEMU: SIGTERM, wait, SIGKILL, wait. Then delete the state directory and the
- *       socket directory.
+ *   <li>If it is that QEMU: SIGTERM, wait, SIGKILL, wait. Then delete the state directory, the
+ *       socket directory and the sandbox's cgroup ({@link CgroupTree}), if any.
  * </ol>
  *
  * <pre>{@code
@@ -42,16 +42,27 @@ public final class StaleSandboxReaper {
     private static final System.Logger LOG = System.getLogger(StaleSandboxReaper.class.getName());
 
     private final StateDirectory states;
+    private final CgroupTree cgroups;
     private final Duration termWait;
     private final Duration killWait;
 
     /** A reaper waiting 10 s after SIGTERM and 10 s after SIGKILL. */
     public StaleSandboxReaper(StateDirectory states) {
-        this(states, StopLadder.DEFAULT_TERM_WAIT, StopLadder.DEFAULT_KILL_WAIT);
+        this(states, null);
+    }
+
+    /** A reaper that also removes a removed sandbox's cgroup in {@code cgroups} (null: none). */
+    public StaleSandboxReaper(StateDirectory states, CgroupTree cgroups) {
+        this(states, cgroups, StopLadder.DEFAULT_TERM_WAIT, StopLadder.DEFAULT_KILL_WAIT);
     }
 
     public StaleSandboxReaper(StateDirectory states, Duration termWait, Duration killWait) {
+        this(states, null, termWait, killWait);
+    }
+
+    public StaleSandboxReaper(StateDirectory states, CgroupTree cgroups, Duration termWait, Duration killWait) {
         this.states = Objects.requireNonNull(states, "states");
+        this.cgroups = cgroups;
         this.termWait = positive("termWait", termWait);
         this.killWait = positive("killWait", killWait);
     }
@@ -180,6 +191,9 @@ public final class StaleSandboxReaper {
     private ReapReport.Entry remove(SandboxState s, OwnerRecord owner, ReapReport.Outcome outcome, String reason) {
         try {
             deleteRuntimeDir(s, owner);
+            if (cgroups != null) {
+                cgroups.remove(s.id());
+            }
             s.delete();
         } catch (IOException e) {
             return entry(s, ReapReport.Outcome.FAILED, reason + "; but deleting its state failed: " + e);

@@ -180,6 +180,26 @@ class StaleSandboxReaperTest {
     }
 
     @Test
+    void aStaleSandboxsCgroupGoesWithIt() throws Exception {
+        CgroupTree cgroups = CgroupTree.at(CgroupTreeTest.fakeMount(tmp.resolve("cgroup"), "memory pids"));
+        cgroups.prepare();
+        SandboxState s = sandbox("gonecg", "qemu-system-x86_64", processes.deadPid(), null);
+        s.write(s.owner().withQemu(processes.deadPid(), null));
+        CgroupTree.Cgroup g = cgroups.create("gonecg", 1 << 30, 100);
+        SandboxState alive = sandbox("alivecg", "qemu-system-x86_64", ProcessHandle.current().pid(),
+                ProcessHandle.current().info().startInstant().orElse(null));
+        CgroupTree.Cgroup kept = cgroups.create("alivecg", 1 << 30, 100);
+
+        ReapReport report = new StaleSandboxReaper(states, cgroups, Duration.ofSeconds(1), LONG).reap();
+
+        assertEquals(ReapReport.Outcome.REMOVED, report.entry("gonecg").orElseThrow().outcome());
+        assertFalse(Files.exists(g.dir()), "the stale sandbox's cgroup is removed");
+        assertTrue(Files.exists(kept.dir()), "a live owner's cgroup stays");
+        assertTrue(Files.exists(alive.dir()));
+        kept.close();
+    }
+
+    @Test
     void recordsFromAnotherHostOrUnreadableAreLeftAlone() throws Exception {
         SandboxState far = sandbox("far", "qemu", processes.deadPid(), null);
         OwnerRecord o = far.owner();
