@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure this host has what building and running qvm needs. On Debian/Ubuntu it installs the
 # missing packages with apt when run as root; otherwise it prints the exact command and fails.
+# As root on Linux it also creates the unprivileged user QEMU drops to (QVM_QEMU_USER, default
+# qvm): qvm never runs QEMU as root, and refuses to start one when that user is missing.
 # Usage: scripts/prereqs.sh [--quiet]
 set -euo pipefail
 
@@ -50,8 +52,22 @@ done
 # CA certificates let apt and Maven reach their registries over https.
 [ -d /etc/ssl/certs ] && [ -n "$(ls -A /etc/ssl/certs 2>/dev/null)" ] || pkgs+=(ca-certificates)
 
+# The unprivileged user a root qvm has QEMU drop to (-runas); a system account, no home, no login.
+ensure_qemu_user() {
+  local user="${QVM_QEMU_USER:-qvm}"
+  [ "$(id -u)" = 0 ] || return 0
+  getent passwd "$user" >/dev/null 2>&1 && return 0
+  if ! command -v useradd >/dev/null 2>&1; then
+    echo "[prereqs] QEMU needs an unprivileged user '$user' to run as; create one (no home, no login shell)" >&2
+    exit 1
+  fi
+  echo "[prereqs] creating the unprivileged user '$user' QEMU runs as" >&2
+  useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
+}
+
 if [ ${#pkgs[@]} -eq 0 ]; then
   say "all prerequisites present ($(qemu-system-x86_64 --version | head -1))"
+  ensure_qemu_user
   exit 0
 fi
 mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
@@ -69,3 +85,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >&2
 apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >&2
 say "installed: ${pkgs[*]}"
+ensure_qemu_user

@@ -60,6 +60,11 @@ import java.util.function.Consumer;
  * transport and complete HELLO/READY. A failure at any step stops QEMU and removes every file the
  * step created; the exception carries the guest console's and QEMU's stderr tails.
  *
+ * <p>QEMU never runs as root: when this process is root, QEMU drops to {@code QVM_QEMU_USER}
+ * ({@code qvm}) after its setup, and nothing starts if that user is missing ({@link QemuUser}).
+ * It gets a minimal environment, and, where the host has a writable cgroup v2, a cgroup of its
+ * own with the sandbox's memory and task limits ({@link CgroupTree}).
+ *
  * <p>Creating a backend reaps sandboxes whose owner process is gone (a JVM killed with SIGKILL
  * cannot stop its QEMUs; the next backend does).
  */

@@ -52,7 +52,8 @@ public record CliContext(Map<String, String> env, boolean interactive, ImageTool
      */
     io.qvm.QemuVmBackend.Builder backend(DirOptions dirs, java.util.function.Consumer<String> progress) {
         return io.qvm.QemuVmBackend.builder().imageDir(imageRoot(dirs.imageDir)).stateDirectory(stateRoot(dirs.stateDir))
-                .templateDirectory(TemplateCommand.store(this).root()).progress(progress);
+                .templateDirectory(TemplateCommand.store(this).root()).progress(progress)
+                .qemuUser(io.qvm.backend.process.QemuUser.system(qvmEnv()));
     }
 
     /** {@code --state-dir}, else {@code $QVM_STATE}, else {@code ~/.local/state/qvm}. */

@@ -18,7 +18,12 @@ import io.qvm.backend.probe.LayerVerdict;
 import io.qvm.backend.probe.ProbeCache;
 import io.qvm.backend.probe.ProbeGuest;
 import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.process.CgroupTree;
+import io.qvm.backend.process.ChildEnvironment;
+import io.qvm.backend.process.QemuUser;
 import io.qvm.backend.process.SocketPaths;
+import io.qvm.backend.qemu.MachineProfile;
+import io.qvm.backend.qemu.QemuCommand;
 import io.qvm.backend.process.StateDirectory;
 import io.qvm.transport.vsock.VsockSupport;
 import java.io.IOException;
@@ -39,8 +44,9 @@ import picocli.CommandLine.Spec;
 /** {@code qvm doctor}: can this host run a sandbox, and if not, what fixes it. */
 @Command(name = "doctor", sortOptions = false,
         description = {"Check this host: OS and CPU, QEMU, each accelerator's three probe layers (compiled in, "
-                + "offered by the host, a guest really boots), vhost-vsock, the guest image and the state directory. "
-                + "Every problem comes with its fix.",
+                + "offered by the host, a guest really boots), vhost-vsock, the guest image, the state directory, and "
+                + "which confinements QEMU runs under here (seccomp, an unprivileged user, a cgroup, a bounded "
+                + "translation cache, a minimal environment). Every problem comes with its fix.",
             "Exits 3 when this host cannot run a sandbox, 8 when only the image is missing or damaged."},
         footer = {"", "JSON (--json), schema qvm.doctor/1:",
             "  {\"schema\":\"qvm.doctor/1\", \"ok\", \"verdict\", \"host\":{\"os\", \"osName\", \"osVersion\", \"arch\", \"java\"},",
@@ -49,8 +55,10 @@ import picocli.CommandLine.Spec;
             "   \"autoChoice\", \"vsock\":{\"usable\", \"reason\"},",
             "   \"image\":{\"dir\", \"present\", \"verified\", \"kernelVersion\", \"problem\", \"fix\"},",
             "   \"stateDirectory\":{\"dir\", \"writable\", \"sandboxes\", \"runtimeDir\", \"problem\"},",
+            "   \"confinement\":[{\"name\":\"seccomp|unprivileged|cgroup|tb-size|environment\", \"status\", \"detail\"}],",
             "   \"problems\":[{\"severity\":\"error|warning\", \"what\", \"fix\"}]}",
-            "layer status: passed, failed, skipped (--quick), not-checked (an earlier layer failed)."})
+            "layer status: passed, failed, skipped (--quick), not-checked (an earlier layer failed).",
+            "confinement status: active, inactive (the host does not allow it; detail says why), not-needed."})
 final class DoctorCommand implements Callable<Integer> {
 
     @Spec
@@ -154,12 +162,16 @@ final class DoctorCommand implements Callable<Integer> {
         if (state.problem() != null) {
             hostOk = false;
         }
+        List<ConfinementEntry> confinement = confinement(os, autoChoice, problems);
+        if (confinement.stream().anyMatch(c -> c.name().equals("unprivileged") && c.status().equals("inactive"))) {
+            hostOk = false; // as root with no user for QEMU, no sandbox starts
+        }
         boolean ok = hostOk && image.verified();
         String verdict = ok ? "this host can run sandboxes (accelerator " + autoChoice + ")"
                 : hostOk ? "this host can run sandboxes once the guest image is built"
                 : "this host cannot run sandboxes: fix the errors below";
         DoctorReport report = new DoctorReport("qvm.doctor/1", ok, verdict, host, qemu, accels, autoChoice, vsock,
-                image, state, problems);
+                image, state, confinement, problems);
         Output.emit(spec.commandLine().getOut(), report, json.enabled());
         return ok ? ExitCode.OK.code() : hostOk ? ExitCode.IMAGE.code() : ExitCode.HOST.code();
     }
@@ -225,6 +237,46 @@ final class DoctorCommand implements Callable<Integer> {
         return new StateEntry(root.toString(), problem == null, count, runtime.toString(), problem);
     }
 
+    /**
+     * What confines QEMU on this host, as a sandbox started now would run: its seccomp filter, the
+     * user it runs as, its cgroup, TCG's translation cache cap, its environment.
+     */
+    private List<ConfinementEntry> confinement(HostOs os, String autoChoice, List<Problem> problems) {
+        List<ConfinementEntry> out = new ArrayList<>();
+        QemuUser user = QemuUser.system(ctx.qvmEnv());
+        boolean drops = false;
+        String who;
+        String whoStatus = "active";
+        try {
+            drops = user.dropTo().isPresent();
+            who = user.describe();
+        } catch (HostSetupException e) {
+            who = e.getMessage();
+            whoStatus = "inactive";
+            problems.add(new Problem("error", "QEMU would run as root: there is no user '" + user.wantedUser()
+                    + "' to drop to", QemuUser.createCommand(user.wantedUser())));
+        }
+        out.add(os == HostOs.LINUX
+                ? new ConfinementEntry("seccomp", "active", "QEMU's filter: -sandbox "
+                        + (drops ? QemuCommand.SECCOMP_RUNAS + " (set*id allowed for its own drop)" : QemuCommand.SECCOMP))
+                : new ConfinementEntry("seccomp", "inactive", "QEMU has no seccomp filter on " + os));
+        out.add(new ConfinementEntry("unprivileged", whoStatus, who));
+        CgroupTree.Availability cg = CgroupTree.system().availability();
+        out.add(new ConfinementEntry("cgroup", cg.usable() ? "active" : "inactive", cg.detail()));
+        out.add("tcg".equals(autoChoice)
+                ? new ConfinementEntry("tb-size", "active", "TCG's translation cache is capped at "
+                        + MachineProfile.TCG_TB_MIB + " MiB per QEMU (QEMU's default: 1 GiB)")
+                : new ConfinementEntry("tb-size", autoChoice == null ? "inactive" : "not-needed", autoChoice == null
+                        ? "no accelerator chosen yet" : autoChoice + " runs guest code natively: no translation cache"));
+        out.add(new ConfinementEntry("environment", "active", "QEMU gets " + String.join(" ", ChildEnvironment.forQemu()
+                .entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toList())
+                + " and nothing else of the host's environment"));
+        return out;
+    }
+
+    record ConfinementEntry(String name, String status, String detail) {
+    }
+
     record Host(String os, String osName, String osVersion, String arch, String java) {
     }
 
@@ -252,7 +304,7 @@ final class DoctorCommand implements Callable<Integer> {
     /** {@code qvm doctor} — schema {@code qvm.doctor/1}. */
     record DoctorReport(String schema, boolean ok, String verdict, Host host, List<QemuEntry> qemu,
             List<AccelEntry> accelerators, String autoChoice, Vsock vsock, ImageEntry image, StateEntry stateDirectory,
-            List<Problem> problems) implements Report {
+            List<ConfinementEntry> confinement, List<Problem> problems) implements Report {
 
         @Override
         public void printText(PrintWriter out) {
@@ -282,6 +334,9 @@ final class DoctorCommand implements Callable<Integer> {
             out.println("state    " + stateDirectory.dir() + (stateDirectory.writable() ? " (writable, "
                     + stateDirectory.sandboxes() + " sandboxes)" : " (NOT usable)") + "; sockets under "
                     + stateDirectory.runtimeDir());
+            for (ConfinementEntry c : confinement) {
+                out.printf("confine  %-12s %-10s %s%n", c.name(), c.status(), c.detail());
+            }
             for (Problem p : problems) {
                 out.println(p.severity() + ": " + p.what());
                 if (p.fix() != null && !p.fix().isEmpty()) {

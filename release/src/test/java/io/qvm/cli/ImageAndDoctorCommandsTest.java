@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -60,7 +61,9 @@ class ImageAndDoctorCommandsTest {
     @Test
     @Tag("qemu")
     void doctorReportsEveryPartAndItsVerdict() {
-        CliContext ctx = CliRun.context(tmp.resolve("state"), tmp.resolve("no-images"), FakeImageTool.NO_BUILDS);
+        // a host set up for qvm: as root, QEMU has an unprivileged user to drop to (nobody, here)
+        CliContext ctx = withQemuUser(CliRun.context(tmp.resolve("state"), tmp.resolve("no-images"),
+                FakeImageTool.NO_BUILDS), "nobody");
         CliRun.Result r = CliRun.run(ctx, "doctor", "--quick", "--json");
         JsonNode j = r.json();
         assertEquals("qvm.doctor/1", j.path("schema").asText());
@@ -85,9 +88,58 @@ class ImageAndDoctorCommandsTest {
             assertTrue(j.path("autoChoice").isTextual());
         }
 
+        Map<String, JsonNode> confinement = new java.util.LinkedHashMap<>();
+        j.path("confinement").forEach(c -> confinement.put(c.path("name").asText(), c));
+        assertEquals(List.of("seccomp", "unprivileged", "cgroup", "tb-size", "environment"),
+                List.copyOf(confinement.keySet()));
+        confinement.values().forEach(c -> assertTrue(Set.of("active", "inactive", "not-needed")
+                .contains(c.path("status").asText()), c.toString()));
+        assertEquals("active", confinement.get("environment").path("status").asText());
+        assertEquals("active", confinement.get("unprivileged").path("status").asText(), confinement.toString());
+        if (System.getProperty("os.name").startsWith("Linux")) {
+            assertEquals("active", confinement.get("seccomp").path("status").asText());
+        }
+        if ("tcg".equals(j.path("autoChoice").asText(null))) {
+            assertEquals("active", confinement.get("tb-size").path("status").asText());
+        }
+
         CliRun.Result text = CliRun.run(ctx, "doctor", "--quick");
         assertEquals(r.exit(), text.exit());
         assertTrue(text.out().contains("image    ") && text.out().contains("fix: ./qvm image build"), text.out());
+        assertTrue(text.out().contains("confine  cgroup"), text.out());
+    }
+
+    @Test
+    @Tag("qemu")
+    @Tag("security")
+    void doctorAsRootWithoutAUserForQemuSaysTheHostCannotRunSandboxesAndTheFix() {
+        CliContext ctx = withQemuUser(CliRun.context(tmp.resolve("state"), tmp.resolve("no-images"),
+                FakeImageTool.NO_BUILDS), "qvm-no-such-user");
+        CliRun.Result r = CliRun.run(ctx, "doctor", "--quick", "--json");
+        JsonNode unprivileged = null;
+        for (JsonNode c : r.json().path("confinement")) {
+            if (c.path("name").asText().equals("unprivileged")) {
+                unprivileged = c;
+            }
+        }
+        if (io.qvm.backend.process.Posix.currentUid() != 0) {
+            assertEquals("active", unprivileged.path("status").asText(), unprivileged.toString());
+            return; // QEMU runs as this unprivileged user: nothing to set up
+        }
+        assertEquals(3, r.exit(), r.toString());
+        assertEquals("inactive", unprivileged.path("status").asText());
+        boolean fix = false;
+        for (JsonNode p : r.json().path("problems")) {
+            fix |= p.path("fix").asText().equals("useradd --system --no-create-home --shell /usr/sbin/nologin "
+                    + "qvm-no-such-user");
+        }
+        assertTrue(fix, r.toString());
+    }
+
+    private static CliContext withQemuUser(CliContext ctx, String user) {
+        Map<String, String> env = new java.util.HashMap<>(ctx.env());
+        env.put("QVM_QEMU_USER", user);
+        return ctx.withEnv(env);
     }
 
     private static String[] fieldNames(JsonNode n) {
