@@ -140,7 +140,7 @@ final class DownCommand implements Callable<Integer> {
     }
 
     private static Result reap(Sandboxes.Entry e, StateDirectory states) throws IOException {
-        ReapReport report = new StaleSandboxReaper(states).reap();
+        ReapReport report = new StaleSandboxReaper(states, io.qvm.backend.process.CgroupTree.system()).reap();
         Optional<ReapReport.Entry> mine = report.entry(e.id());
         if (mine.isEmpty()) {
             return new Result(e.id(), "reaped", "already gone");
