@@ -168,7 +168,8 @@ public final class QemuVmBackend implements SandboxBackend {
 
     private AcceleratorChoice choose(SandboxConfig config, HostInfo h, GuestImage image) {
         return choices.computeIfAbsent(config.accelerator() + "/" + image.arch(), k -> {
-            AcceleratorChoice c = AcceleratorSelector.builder().kernel(image.kernel()).useCache(useProbeCache).build()
+            AcceleratorChoice c = AcceleratorSelector.builder().kernel(image.kernel()).useCache(useProbeCache)
+                    .runAs(runAs().map(QemuUser.Account::name)).build()
                     .select(config.accelerator(), h, image.arch());
             c.warning().ifPresent(progress);
             return c;

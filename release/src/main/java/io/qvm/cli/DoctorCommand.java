@@ -127,7 +127,7 @@ final class DoctorCommand implements Callable<Integer> {
                     Optional.empty()) : new ProbeGuest.BootSectorGuest();
             AcceleratorCheck[] layers = {new CompiledInCheck(), HostSupportCheck.system(ctx.env()),
                 quick ? null : new FunctionalCheck(guest, Duration.ofSeconds(20), Duration.ofSeconds(90),
-                        noCache ? null : ProbeCache.defaultLocation(ctx.env()))};
+                        noCache ? null : ProbeCache.defaultLocation(ctx.env()), probeUser())};
             for (Accelerator a : new Accelerator[] {Accelerator.KVM, Accelerator.HVF, Accelerator.WHPX, Accelerator.TCG}) {
                 accels.add(evaluate(a, info, layers));
             }
@@ -235,6 +235,15 @@ final class DoctorCommand implements Callable<Integer> {
             problems.add(new Problem("error", problem, "set QVM_RUNTIME_DIR to a short directory, e.g. /tmp/qvm"));
         }
         return new StateEntry(root.toString(), problem == null, count, runtime.toString(), problem);
+    }
+
+    /** The user the probe QEMU drops to, as a sandbox's would (none when there is none to drop to: reported below). */
+    private Optional<String> probeUser() {
+        try {
+            return QemuUser.system(ctx.qvmEnv()).dropTo().map(QemuUser.Account::name);
+        } catch (HostSetupException e) {
+            return Optional.empty();
+        }
     }
 
     /**

@@ -142,8 +142,15 @@ public final class AcceleratorSelector {
         private Duration tcgDeadline = Duration.ofSeconds(90);
         private boolean useCache = true;
         private ProbeCache cache;
+        private Optional<String> runAs = Optional.empty();
 
         private Builder() {
+        }
+
+        /** The unprivileged user the probe QEMU drops to (when this process is root); default: none. */
+        public Builder runAs(Optional<String> user) {
+            this.runAs = Objects.requireNonNull(user, "user");
+            return this;
         }
 
         /** The environment ({@code QVM_CACHE}, {@code SystemRoot}); defaults to this process's. */
@@ -193,7 +200,7 @@ public final class AcceleratorSelector {
                     : new ProbeGuest.BootSectorGuest();
             ProbeCache c = !useCache ? null : cache != null ? cache : ProbeCache.defaultLocation(env);
             return new AcceleratorSelector(new CompiledInCheck(), HostSupportCheck.system(env),
-                    new FunctionalCheck(guest, hardwareDeadline, tcgDeadline, c));
+                    new FunctionalCheck(guest, hardwareDeadline, tcgDeadline, c, runAs));
         }
 
         private static Duration checkDeadline(String name, Duration d) {

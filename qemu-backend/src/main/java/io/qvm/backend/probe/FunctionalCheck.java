@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * Layer 3: boot a small guest with the accelerator and wait for a marker on its serial console,
@@ -36,6 +37,7 @@ public final class FunctionalCheck implements AcceleratorCheck {
     private final Duration hardwareDeadline;
     private final Duration tcgDeadline;
     private final ProbeCache cache;
+    private final Optional<String> runAs;
 
     /**
      * @param guest            what to boot
@@ -44,10 +46,20 @@ public final class FunctionalCheck implements AcceleratorCheck {
      * @param cache            verdict cache, or {@code null} to always probe
      */
     public FunctionalCheck(ProbeGuest guest, Duration hardwareDeadline, Duration tcgDeadline, ProbeCache cache) {
+        this(guest, hardwareDeadline, tcgDeadline, cache, Optional.empty());
+    }
+
+    /**
+     * As above, the probe QEMU dropping to {@code runAs} after its setup ({@code -runas}), as a
+     * sandbox's does when this process is root ({@code io.qvm.backend.process.QemuUser}).
+     */
+    public FunctionalCheck(ProbeGuest guest, Duration hardwareDeadline, Duration tcgDeadline, ProbeCache cache,
+            Optional<String> runAs) {
         this.guest = Objects.requireNonNull(guest, "guest");
         this.hardwareDeadline = hardwareDeadline;
         this.tcgDeadline = tcgDeadline;
         this.cache = cache;
+        this.runAs = Objects.requireNonNull(runAs, "runAs");
     }
 
     /** The guest this check boots. */
@@ -100,6 +112,8 @@ public final class FunctionalCheck implements AcceleratorCheck {
             List<String> argv = new ArrayList<>();
             argv.add(qemu.binary().toString());
             argv.addAll(guest.qemuArgs(profile, guestArch, work));
+            runAs.ifPresent(u -> argv.addAll(List.of(qemu.version().atLeast(9, 1) ? "-run-with" : "-runas",
+                    qemu.version().atLeast(9, 1) ? "user=" + u : u)));
             LOG.log(System.Logger.Level.INFO, "qvm: probing " + a.qemuName() + " by booting " + guest.describe()
                     + " (deadline " + deadline.toSeconds() + " s): " + String.join(" ", argv));
             Run run = run(argv, guest.markers(), deadline);

@@ -55,7 +55,11 @@ public record SocketPaths(Path dir, Path qmp, Path worker) {
         return dir.resolve(CONTROL);
     }
 
-    /** Where a migration stream passes between QEMU and the host (template save and clone restore). */
+    /**
+     * Where a template's QEMU hands the host its migration stream, when QEMU runs as this
+     * process's user (a QEMU that dropped from root cannot enter this directory: it gets a
+     * hand-over socket elsewhere, {@code MigrationSocket}; a clone reads its stream from stdin).
+     */
     public Path migration() {
         return dir.resolve(MIGRATION);
     }

@@ -61,6 +61,18 @@ class FunctionalCheckTest {
 
     @Test
     @Tag("qemu")
+    @Tag("security")
+    void asRootTheProbeQemuDropsToTheUnprivilegedUserAndStillBoots() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.qvm.backend.process.Posix.currentUid() == 0,
+                "only a root test can have QEMU drop to another user");
+        HostInfo h = realHost();
+        LayerVerdict v = new FunctionalCheck(new ProbeGuest.BootSectorGuest(), Duration.ofSeconds(20),
+                Duration.ofSeconds(30), null, Optional.of("nobody")).check(Accelerator.TCG, h, h.arch());
+        assertTrue(v.passed(), v.toString());
+    }
+
+    @Test
+    @Tag("qemu")
     void aarch64ProgramReachesItsMarkerUnderTcg() {
         HostInfo h = HostProbe.system().probe();
         Assumptions.assumeTrue(h.qemu(Arch.AARCH64).isPresent(), "no qemu-system-aarch64");
