@@ -1,6 +1,8 @@
 package io.qvm.worker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.qvm.QemuVmBackend;
 import io.qvm.RenderFailedException;
@@ -16,7 +18,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -24,8 +25,10 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The whole {@link HostileCorpus} through one real sandbox (VM, gVisor, worker with the guest's
  * default heap): every case gets its outcome and the same sandbox answers all of them — no
- * {@link SandboxLostException}, one sandbox id throughout. Prints the time per case (no timing
- * assertions). The host-side twin is {@code HostileCorpusTest} in renderer-worker.
+ * {@link SandboxLostException} but the worker JVM's intermittent native crash (issue 11: at most once
+ * per case, retried in a fresh sandbox, never out of memory, always with the JVM's fatal-error
+ * report on the console), one sandbox id throughout otherwise. Prints the time per case (no timing
+ * assertions) and every crash's report. The host-side twin is {@code HostileCorpusTest} in renderer-worker.
  */
 @Tag("e2e")
 @Tag("qemu")
@@ -37,7 +40,8 @@ class HostileCorpusE2ETest {
     void everyCaseGetsItsOutcomeInOneSandbox() throws Exception {
         Path state = Files.createTempDirectory("qvm-e2e-hostile");
         List<String> wrong = new ArrayList<>();
-        List<String> lost = new ArrayList<>();
+        List<String> lostTwice = new ArrayList<>();
+        List<Crash> crashes = new ArrayList<>();
         Set<String> sandboxes = new HashSet<>();
         StringBuilder table = new StringBuilder(String.format("%-26s %-22s %-16s %-16s %8s%n", "class", "case",
                 "expected", "got", "ms"));
@@ -49,20 +53,15 @@ class HostileCorpusE2ETest {
             pool.warmUp();
             for (HostileCase c : HostileCorpus.all()) {
                 long t0 = System.nanoTime();
-                String got = pool.withSandbox(s -> {
-                    sandboxes.add(s.id());
-                    try {
-                        RenderResult r = s.render(c.request().get());
-                        return c.width() != 0 && (r.width() != c.width() || r.height() != c.height())
-                                ? "SIZE " + r.width() + "x" + r.height() : "OK";
-                    } catch (RenderFailedException e) {
-                        return e.code().name();
-                    } catch (SandboxLostException e) {
-                        lost.add(c + ": " + e.getMessage());
-                        log("LOST " + c + "\n--- console ---\n" + e.consoleTail() + "\n--- stderr ---\n" + e.stderrTail());
-                        return "LOST";
+                String got = attempt(pool, c, sandboxes, crashes);
+                if (got.equals(LOST)) {
+                    // The worker's JVM died under this case. Once is the intermittent native crash
+                    // (issue 11) a SandboxPool absorbs with one retry; twice in a row is the case's.
+                    got = attempt(pool, c, sandboxes, crashes);
+                    if (got.equals(LOST)) {
+                        lostTwice.add(c.toString());
                     }
-                });
+                }
                 long ms = (System.nanoTime() - t0) / 1_000_000;
                 table.append(String.format("%-26s %-22s %-16s %-16s %8d%n", c.attackClass(), c.name(), c.expected(),
                         got, ms));
@@ -76,9 +75,44 @@ class HostileCorpusE2ETest {
                 walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
             }
         }
-        assertEquals(List.of(), lost, "cases that cost the sandbox");
-        assertEquals(1, sandboxes.size(), "sandboxes used: " + sandboxes);
+        log("sandboxes lost: " + crashes.size() + (crashes.isEmpty() ? "" : " " + crashes));
+        assertEquals(List.of(), lostTwice, "cases that cost the sandbox twice in a row");
+        for (Crash crash : crashes) {
+            assertFalse(crash.outOfMemory(), "a worker out of memory is a missing limit: " + crash);
+            assertTrue(crash.jvmFatalError(), "a lost sandbox must be the JVM's native crash, with its report: " + crash);
+        }
+        assertEquals(1 + crashes.size(), sandboxes.size(), "one sandbox, and one more per crash: " + sandboxes);
         assertEquals(List.of(), wrong, "cases with another outcome");
+    }
+
+    private static final String LOST = "LOST";
+
+    /** One case in the pool's sandbox: its outcome, or {@link #LOST} with the crash recorded. */
+    private static String attempt(SandboxPool pool, HostileCase c, Set<String> sandboxes, List<Crash> crashes) {
+        return pool.withSandbox(s -> {
+            sandboxes.add(s.id());
+            try {
+                RenderResult r = s.render(c.request().get());
+                return c.width() != 0 && (r.width() != c.width() || r.height() != c.height())
+                        ? "SIZE " + r.width() + "x" + r.height() : "OK";
+            } catch (RenderFailedException e) {
+                return e.code().name();
+            } catch (SandboxLostException e) {
+                String console = e.consoleTail();
+                Crash crash = new Crash(c.toString(), e.outOfMemory(),
+                        console.contains("A fatal error has been detected by the Java Runtime Environment")
+                                || console.contains("S Y S T E M") || console.contains("END."),
+                        console.lines().filter(l -> l.startsWith("# ") || l.contains("Problematic frame")).limit(12)
+                                .toList());
+                crashes.add(crash);
+                log("LOST " + c + ": " + e.getMessage() + "\n--- console (tail) ---\n" + console);
+                return LOST;
+            }
+        });
+    }
+
+    /** A sandbox lost under a case: whether out of memory, whether the JVM printed its fatal-error report. */
+    private record Crash(String testCase, boolean outOfMemory, boolean jvmFatalError, List<String> report) {
     }
 
     static void log(String line) {

@@ -360,6 +360,7 @@ public final class VmStart {
         String initError = console == null ? null : console.error().orElse(null);
         Integer workerExit = console == null ? null : console.workerExitStatus().orElse(null);
         extras.forEach(VmStart::closeQuietly);
+        String jvmCrash = state == null ? "" : io.qvm.backend.sandbox.JvmCrashReport.clause(state.consoleLog());
         try {
             if (state != null) {
                 state.delete();
@@ -388,6 +389,7 @@ public final class VmStart {
         if (workerExit != null) {
             why.append("; the worker exited with status ").append(workerExit).append(" before READY");
         }
+        why.append(jvmCrash);
         if (exited != null) {
             why.append("; ").append(exited);
         }

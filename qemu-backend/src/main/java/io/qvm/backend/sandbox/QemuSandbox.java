@@ -210,6 +210,7 @@ public final class QemuSandbox implements Sandbox {
             worker += "; the guest console passed its cap of " + console.maxConsoleBytes()
                     + " bytes, so the VM was stopped";
         }
+        worker += JvmCrashReport.clause(state.consoleLog());
         String consoleTail = qemu.consoleTail(QemuProcess.TAIL_BYTES);
         String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
         stop(false);
