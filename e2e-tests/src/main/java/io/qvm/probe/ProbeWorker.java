@@ -28,8 +28,10 @@ import java.util.Map;
  * ready}; the host answers {@code probe <port>}, the port of a server the test runs on the host's
  * loopback; the probe writes one JSON object and exits. It reports:
  * <ul>
- * <li>{@code interfaces}: every network interface with its addresses; {@code routes}: the IPv4
- * and IPv6 routing tables from {@code /proc/net};</li>
+ * <li>{@code interfaces}: every network interface with its addresses (or why it could not list
+ * them: the worker's seccomp profile denies an {@code AF_INET} socket); {@code proc_net_dev}: the
+ * interface names the kernel lists; {@code routes}: the IPv4 and IPv6 routing tables from
+ * {@code /proc/net};</li>
  * <li>{@code connect}: a TCP connect (2 s) to {@code 127.0.0.1:<port>} (the sandbox's own
  * loopback) and to {@code 10.0.2.2:<port>} (where QEMU's user networking would put the host's
  * loopback); it never sends to any other address;</li>
@@ -64,6 +66,7 @@ public final class ProbeWorker {
         int port = line != null && line.startsWith("probe ") ? Integer.parseInt(line.substring(6).strip()) : 9;
         Map<String, Object> report = new LinkedHashMap<>();
         report.put("interfaces", interfaces());
+        report.put("proc_net_dev", procNetDev());
         Map<String, Object> routes = new LinkedHashMap<>();
         routes.put("ipv4", tableRows("/proc/net/route", true));
         routes.put("ipv6", tableRows("/proc/net/ipv6_route", false));
@@ -110,6 +113,22 @@ public final class ProbeWorker {
             all.add("error: " + e);
         }
         return all;
+    }
+
+    /** The interface names of /proc/net/dev (readable even where the seccomp profile denies an AF_INET socket). */
+    private static List<Object> procNetDev() {
+        List<Object> names = new ArrayList<>();
+        try {
+            for (String l : Files.readAllLines(Path.of("/proc/net/dev"))) {
+                int colon = l.indexOf(':');
+                if (colon > 0) {
+                    names.add(l.substring(0, colon).strip());
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            names.add("error: " + e);
+        }
+        return names;
     }
 
     /** The rows of a /proc/net table, without the header (IPv4) and without loopback routes. */

@@ -1,0 +1,127 @@
+package io.qvm.e2e;
+
+import io.qvm.Accelerator;
+import io.qvm.SandboxConfig;
+import io.qvm.backend.probe.HostInfo;
+import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.qemu.GuestTransport;
+import io.qvm.backend.qemu.QemuCommand;
+import io.qvm.backend.qemu.QemuCommandInput;
+import io.qvm.image.ImageBuilder;
+import io.qvm.probe.ProbeWorker;
+import io.qvm.protocol.image.Arch;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.URISyntaxException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.jar.Attributes;
+import java.util.jar.JarEntry;
+import java.util.jar.JarOutputStream;
+import java.util.jar.Manifest;
+import java.util.stream.Stream;
+
+/**
+ * Guests that run one of the test workers of {@code io.qvm.probe} in place of the renderer: the
+ * image build takes any worker jar, and the guest boots with the real QEMU command line
+ * ({@link QemuCommand}), init and runsc. The workers speak plain lines on their port.
+ */
+final class ProbeGuests {
+
+    private ProbeGuests() {
+    }
+
+    /** An x86_64 image in {@code dir} whose worker is {@code mainClass} of {@code io.qvm.probe}. */
+    static ImageBuilder.Result image(Path dir, Class<?> mainClass) throws IOException {
+        Path jar = jar(dir.resolve("worker.jar"), mainClass);
+        return ImageBuilder.builder().arch(Arch.X86_64).outDir(dir.resolve("image")).workerJar(jar)
+                .progress(l -> E2e.log("[" + mainClass.getSimpleName() + " image] " + l)).build().run();
+    }
+
+    /** The sandbox argv for {@code image} with its files and sockets in {@code run}. */
+    static List<String> argv(HostInfo host, QemuInstallation qemu, ImageBuilder.Result image, Path run) {
+        return QemuCommand.build(QemuCommandInput.builder().host(host.os(), host.arch())
+                .guestArch(Arch.X86_64).accelerator(Accelerator.TCG).qemu(qemu.binary(), qemu.version())
+                .config(SandboxConfig.defaults())
+                .image(image.dir().resolve(ImageBuilder.VMLINUZ), image.dir().resolve(ImageBuilder.INITRAMFS))
+                .qmpSocket(run.resolve("qmp.sock")).consoleLog(run.resolve("console.log"))
+                .eventsLog(run.resolve("events.log")).pidFile(run.resolve("qemu.pid"))
+                .controlSocket(run.resolve("control.sock"))
+                .transport(new GuestTransport.Serial(run.resolve("worker.sock"))).build());
+    }
+
+    /** One line from the worker, waited for on another thread so a silent guest cannot hang the test. */
+    static String readLine(SocketChannel ch, Duration within, Path run) throws InterruptedException {
+        CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
+            StringBuilder sb = new StringBuilder();
+            ByteBuffer buf = ByteBuffer.allocate(1);
+            try {
+                while (true) {
+                    buf.clear();
+                    if (ch.read(buf) < 0) {
+                        throw new UncheckedIOException(new IOException("the worker's port closed after '" + sb + "'"));
+                    }
+                    char c = (char) (buf.get(0) & 0xFF);
+                    if (c == '\n') {
+                        return sb.toString();
+                    }
+                    sb.append(c);
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        });
+        try {
+            return line.get(within.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException | ExecutionException e) {
+            try {
+                ch.close();
+            } catch (IOException ignored) {
+                // closing ends the reader
+            }
+            throw new AssertionError("no line from the worker within " + within + ": " + e + "\n" + console(run), e);
+        }
+    }
+
+    static String console(Path run) {
+        try {
+            String c = Files.readString(run.resolve("console.log"), StandardCharsets.ISO_8859_1);
+            return "--- console (tail) ---\n" + c.substring(Math.max(0, c.length() - 6000));
+        } catch (IOException e) {
+            return "(no console: " + e + ")";
+        }
+    }
+
+    /** A jar of the test workers, {@code mainClass} its Main-Class. */
+    private static Path jar(Path jar, Class<?> mainClass) throws IOException {
+        Path classes;
+        try {
+            classes = Path.of(ProbeWorker.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (URISyntaxException e) {
+            throw new IOException(e);
+        }
+        Files.createDirectories(jar.getParent());
+        Manifest mf = new Manifest();
+        mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, mainClass.getName());
+        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf);
+                Stream<Path> files = Files.walk(classes.resolve("io/qvm/probe"))) {
+            for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
+                j.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
+                j.write(Files.readAllBytes(f));
+                j.closeEntry();
+            }
+        }
+        return jar;
+    }
+}
