@@ -123,6 +123,7 @@ public final class Reliability {
     private Category boot(Options o, List<String> confinements) throws IOException {
         Tally t = new Tally("boot");
         Path dir = Files.createDirectories(stateRoot.resolve("boot"));
+        java.util.Set<String> socketsBefore = socketDirectories();
         try (QemuVmBackend backend = backends.get().stateDirectory(dir).templates(false).build()) {
             for (int i = 0; i < o.boots(); i++) {
                 t.tried++;
@@ -142,12 +143,13 @@ public final class Reliability {
                 say(t.name + " " + (i + 1) + "/" + o.boots() + " " + t.outcomes);
             }
         }
-        return t.done(orphans(dir));
+        return t.done(orphans(dir, socketsBefore));
     }
 
     private Category render(Options o) throws IOException {
         Tally t = new Tally("render");
         Path dir = Files.createDirectories(stateRoot.resolve("render"));
+        java.util.Set<String> socketsBefore = socketDirectories();
         List<RenderRequest> docs = List.of(RenderRequest.svg(resource("warmup/hello.svg")),
                 RenderRequest.pdf(resource("warmup/hello.pdf")));
         try (QemuVmBackend backend = backends.get().stateDirectory(dir).build()) {
@@ -183,12 +185,13 @@ public final class Reliability {
                 }
             }
         }
-        return t.done(orphans(dir));
+        return t.done(orphans(dir, socketsBefore));
     }
 
     private Category load(Options o) throws IOException {
         Tally t = new Tally("load");
         Path dir = Files.createDirectories(stateRoot.resolve("load"));
+        java.util.Set<String> socketsBefore = socketDirectories();
         List<RenderRequest> ordinary = List.of(RenderRequest.svg(resource("warmup/hello.svg")),
                 RenderRequest.pdf(resource("warmup/hello.pdf")));
         List<HostileDocuments.Case> hostile = HostileDocuments.all();
@@ -248,12 +251,13 @@ public final class Reliability {
         t.notes.addAll(notes);
         t.notes.add("host heap after GC: " + (heapBefore >> 20) + " MiB before, " + (usedHeapAfterGc() >> 20)
                 + " MiB after; open descriptors: " + fdsBefore + " before, " + openDescriptors() + " after");
-        return t.done(orphans(dir));
+        return t.done(orphans(dir, socketsBefore));
     }
 
     private Category fault(Options o) throws IOException {
         Tally t = new Tally("fault");
         Path dir = Files.createDirectories(stateRoot.resolve("fault"));
+        java.util.Set<String> socketsBefore = socketDirectories();
         SandboxConfig short_ = config.newBuilder().requestTimeout(Duration.ofSeconds(30)).build();
         byte[] slow = HostileDocuments.slowSvg();
         try (QemuVmBackend backend = backends.get().stateDirectory(dir).build()) {
@@ -286,7 +290,7 @@ public final class Reliability {
                 say(t.name + " round " + (round + 1) + "/" + o.faults() + " " + t.outcomes);
             }
         }
-        return t.done(orphans(dir));
+        return t.done(orphans(dir, socketsBefore));
     }
 
     // ---- helpers --------------------------------------------------------------------------------
@@ -307,16 +311,39 @@ public final class Reliability {
         }
     }
 
-    /** QEMU processes, state entries and socket directories of {@code dir} still there. */
-    private static int orphans(Path dir) throws IOException {
+    /**
+     * What a category left: QEMU processes whose command line names its state directory (killed
+     * here), sandbox state entries under it, and socket directories that appeared in the runtime
+     * root while it ran ({@code socketsBefore}: the names there when it began).
+     */
+    private static int orphans(Path dir, java.util.Set<String> socketsBefore) throws IOException {
         String marker = dir.toAbsolutePath().toString();
         long qemus = ProcessHandle.allProcesses().filter(p -> p.info().commandLine().map(c -> c.contains(marker))
                 .orElse(false)).peek(ProcessHandle::destroyForcibly).count();
-        long entries;
-        try (Stream<Path> s = Files.list(dir)) {
-            entries = s.filter(p -> !p.getFileName().toString().startsWith(".")).count();
+        long entries = 0;
+        Path sandboxes = dir.resolve("sandboxes");
+        if (Files.isDirectory(sandboxes)) {
+            try (Stream<Path> s = Files.list(sandboxes)) {
+                entries = s.count();
+            }
         }
-        return (int) (qemus + entries);
+        java.util.Set<String> sockets = socketDirectories();
+        sockets.removeAll(socketsBefore);
+        return (int) (qemus + entries + sockets.size());
+    }
+
+    /** The names in the runtime root of sockets (one directory per live sandbox). */
+    static java.util.Set<String> socketDirectories() {
+        java.util.Set<String> names = new java.util.HashSet<>();
+        Path root = io.qvm.backend.process.SocketPaths.defaultRuntimeRoot();
+        if (Files.isDirectory(root)) {
+            try (Stream<Path> s = Files.list(root)) {
+                s.forEach(p -> names.add(p.getFileName().toString()));
+            } catch (IOException e) {
+                // unreadable: nothing to compare
+            }
+        }
+        return names;
     }
 
     private static long usedHeapAfterGc() {
