@@ -24,6 +24,11 @@ import org.junit.jupiter.api.Test;
  * {@code performance}; and {@code qemu} on every test that starts a qemu-system process (on the
  * class, or on the methods that do), so the pure unit tests run without QEMU installed.
  *
+ * <p>Fuzz tests (adr/0008) run in their own surefire execution, which picks them by name and tag:
+ * a class with a Jazzer {@code @FuzzTest} is named {@code *FuzzTest}, carries {@code fuzz} on the
+ * class and has exactly one {@code @FuzzTest} (Jazzer fuzzes one per JVM); a {@code *FuzzTest}
+ * class without one would run nowhere, and {@code fuzz} belongs to nothing else.
+ *
  * <p>The check reads the test sources of every module from the repository root, so one run covers
  * the whole tree, including the modules Maven built before this one. A class counts as a test
  * class when its file declares a JUnit test method.
@@ -32,11 +37,12 @@ import org.junit.jupiter.api.Test;
 class TestKindsTest {
 
     static final Set<String> LEVELS = Set.of("unit", "e2e");
-    static final Set<String> KNOWN = Set.of("unit", "e2e", "security", "fault", "performance", "qemu");
+    static final Set<String> KNOWN = Set.of("unit", "e2e", "security", "fault", "performance", "qemu", "fuzz");
 
     private static final Pattern TEST_METHOD = Pattern.compile(
             "@(?:org\\.junit\\.jupiter\\.(?:api|params)\\.)?"
             + "(?:Test|ParameterizedTest|RepeatedTest|TestFactory|TestTemplate|FuzzTest)\\b");
+    private static final Pattern FUZZ_TEST = Pattern.compile("@(?:com\\.code_intelligence\\.jazzer\\.junit\\.)?FuzzTest\\b");
     private static final Pattern TAG_OPEN = Pattern.compile("@(?:org\\.junit\\.jupiter\\.api\\.)?Tag\\s*\\(\\s*\"$");
     private static final Pattern TAG = Pattern.compile("@(?:org\\.junit\\.jupiter\\.api\\.)?Tag\\s*\\(\\s*\"([^\"]*)\"\\s*\\)");
 
@@ -81,6 +87,20 @@ class TestKindsTest {
                 + ")"), problems("A.java", "@Tag(\"unit\") class A { @Test @Tag(\"slow\") void t() { } }"));
         assertEquals(List.of("A.java: the kind \"e2e\" is on a method: it goes on the class (move the method to an "
                 + "e2e test class)"), problems("A.java", "@Tag(\"unit\") class A { @Test @Tag(\"e2e\") void t() { } }"));
+
+        assertEquals(List.of(), problems("AFuzzTest.java", "@Tag(\"unit\") @Tag(\"fuzz\")\n"
+                + "class AFuzzTest { @FuzzTest(maxDuration = \"10s\") void f(byte[] b) { } }"));
+        assertEquals(List.of("A.java: a @FuzzTest class is named *FuzzTest (the fuzz execution runs only those)"),
+                problems("A.java", "@Tag(\"unit\") @Tag(\"fuzz\") class A { @FuzzTest void f(byte[] b) { } }"));
+        assertEquals(List.of("AFuzzTest.java: a @FuzzTest class has @Tag(\"fuzz\") on the class",
+                "AFuzzTest.java: 2 @FuzzTest methods: one per class (Jazzer fuzzes one per JVM)"),
+                problems("AFuzzTest.java", "@Tag(\"unit\") class AFuzzTest { @FuzzTest void f(byte[] b) { }\n"
+                        + "  @com.code_intelligence.jazzer.junit.FuzzTest void g(byte[] b) { } }"));
+        assertEquals(List.of("AFuzzTest.java: a *FuzzTest class without a @FuzzTest runs nowhere (the ordinary tests "
+                + "leave *FuzzTest out): add one or rename the class"),
+                problems("AFuzzTest.java", "@Tag(\"unit\") class AFuzzTest { @Test void t() { } }"));
+        assertEquals(List.of("A.java: \"fuzz\" is for a class with a @FuzzTest"),
+                problems("A.java", "@Tag(\"unit\") @Tag(\"fuzz\") class A { @Test void t() { } }"));
     }
 
     /** What is wrong with the test class in {@code file} (named like {@code Foo.java}); empty if nothing. */
@@ -114,6 +134,34 @@ class TestKindsTest {
         }
         onMembers.stream().filter(LEVELS::contains).forEach(t -> problems.add(file + ": the kind \"" + t
                 + "\" is on a method: it goes on the class (move the method to an " + t + " test class)"));
+        problems.addAll(fuzzProblems(file, name, code, onClass, all));
+        return problems;
+    }
+
+    /** The fuzz execution finds a fuzz test by its name and tag, and fuzzes one per JVM (adr/0008). */
+    private static List<String> fuzzProblems(String file, String name, String code, Set<String> onClass,
+            Set<String> all) {
+        List<String> problems = new ArrayList<>();
+        long fuzzTests = FUZZ_TEST.matcher(code).results().count();
+        if (fuzzTests > 0) {
+            if (!name.endsWith("FuzzTest")) {
+                problems.add(file + ": a @FuzzTest class is named *FuzzTest (the fuzz execution runs only those)");
+            }
+            if (!onClass.contains("fuzz")) {
+                problems.add(file + ": a @FuzzTest class has @Tag(\"fuzz\") on the class");
+            }
+            if (fuzzTests > 1) {
+                problems.add(file + ": " + fuzzTests + " @FuzzTest methods: one per class (Jazzer fuzzes one per JVM)");
+            }
+        } else {
+            if (name.endsWith("FuzzTest")) {
+                problems.add(file + ": a *FuzzTest class without a @FuzzTest runs nowhere (the ordinary tests leave "
+                        + "*FuzzTest out): add one or rename the class");
+            }
+            if (all.contains("fuzz")) {
+                problems.add(file + ": \"fuzz\" is for a class with a @FuzzTest");
+            }
+        }
         return problems;
     }
 
