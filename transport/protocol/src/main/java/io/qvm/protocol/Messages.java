@@ -47,13 +47,17 @@ public final class Messages {
         return Frame.of(FrameKind.HELLO, Hello.REQUEST_ID, h);
     }
 
+    /**
+     * The worker's decode of HELLO: the nonce must be a non-empty string and the protocol, when
+     * given, a 32-bit integer (a HELLO without one reads as protocol -1, which no worker speaks).
+     */
     public static Hello hello(Frame f) {
         expect(f, FrameKind.HELLO);
-        String nonce = f.header().path("nonce").asText("");
-        if (nonce.isEmpty()) {
-            throw new IllegalArgumentException("HELLO without a nonce");
+        JsonNode nonce = f.header().get("nonce");
+        if (nonce == null || !nonce.isTextual() || nonce.asText().isEmpty()) {
+            throw new IllegalArgumentException("HELLO without a nonce (a non-empty string)");
         }
-        return new Hello(nonce, f.header().path("protocol").asInt(-1), limits(f.header().get("limits")));
+        return new Hello(nonce.asText(), intField(f.header(), "protocol", -1), limits(f.header().get("limits")));
     }
 
     public static Frame toFrame(Ready ready) {

@@ -1,6 +1,7 @@
 package io.qvm.protocol;
 
 import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.Locale;
 import java.util.Objects;
 
@@ -149,7 +150,8 @@ public record RenderRequest(Type type, byte[] document, int width, int height, i
             throw new IllegalArgumentException("background must be #RRGGBB, #RRGGBBAA or transparent");
         }
         for (int i = 1; i < s.length(); i++) {
-            if (Character.digit(s.charAt(i), 16) < 0) {
+            // ASCII only: Character.digit would also take fullwidth and other scripts' digits
+            if (!HexFormat.isHexDigit(s.charAt(i))) {
                 throw new IllegalArgumentException("background must be #RRGGBB, #RRGGBBAA or transparent");
             }
         }

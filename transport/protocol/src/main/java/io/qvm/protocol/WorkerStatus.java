@@ -22,7 +22,7 @@ public record WorkerStatus(long wallClockMillis, String random, long requestsSer
 
     public WorkerStatus {
         Objects.requireNonNull(random, "random");
-        if (random.length() != 2 * RANDOM_BYTES || !random.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
+        if (random.length() != 2 * RANDOM_BYTES || !random.chars().allMatch(HexFormat::isHexDigit)) {
             throw new IllegalArgumentException("random must be " + RANDOM_BYTES + " bytes as hex, got "
                     + random.length() + " characters");
         }

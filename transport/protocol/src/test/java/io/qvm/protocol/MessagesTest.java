@@ -11,10 +11,14 @@ import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
+import java.util.List;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-/** {@link RenderRequest} and {@link RenderResult}: round trips and header validation. */
+/**
+ * {@link RenderRequest}, {@link RenderResult}, {@link Hello}, {@link WorkerStatus}: round trips and header
+ * validation; the guest's text escaped and capped.
+ */
 @Tag("unit")
 @Tag("security")
 class MessagesTest {
@@ -50,6 +54,7 @@ class MessagesTest {
         bad("background", h -> h.put("background", "red"));
         bad("background", h -> h.put("background", "#12345"));
         bad("background", h -> h.put("background", "#ZZ0000"));
+        bad("background", h -> h.put("background", "#\uFF26\uFF26\uFF26\uFF26\uFF26\uFF26")); // fullwidth F: not ASCII hex
         bad("background", h -> h.put("background", 255));
         bad("unknown header field", h -> h.put("script", "x"));
     }
@@ -154,5 +159,37 @@ class MessagesTest {
         assertEquals("E".repeat(4096) + "… (" + big.length() + " characters in all)", capped);
         assertEquals("plain message, café", Messages.errorReply(Messages.toFrame(
                 new ErrorReply(9, ErrorCode.INTERNAL, "plain message, café"))).message(), "ordinary text is untouched");
+    }
+
+    /**
+     * HELLO's fields have their types: a nonce that is not a string, or a protocol that is not an
+     * integer, is refused rather than read as text or rounded (found by {@code MessagesFuzzTest}:
+     * {@code "nonce": 21920} was accepted as the nonce "21920").
+     */
+    @Test
+    void aHelloWithAMistypedFieldIsRefused() {
+        Hello hello = new Hello("abc", FrameCodec.VERSION, new Limits(1 << 20, 1 << 20, 1 << 20, 1024, 1, 1000));
+        assertEquals(hello, Messages.hello(Messages.toFrame(hello)));
+        for (java.util.function.Consumer<ObjectNode> edit : List.<java.util.function.Consumer<ObjectNode>>of(
+                h -> h.put("nonce", 21920), h -> h.put("nonce", true), h -> h.putObject("nonce"), h -> h.put("nonce", ""),
+                h -> h.remove("nonce"), h -> h.put("protocol", "1"), h -> h.put("protocol", 1.0),
+                h -> h.put("protocol", true), h -> h.put("protocol", 1L << 32))) {
+            Frame f = Messages.toFrame(hello);
+            edit.accept(f.header());
+            assertThrows(IllegalArgumentException.class, () -> Messages.hello(f), f.header().toString());
+        }
+        Frame noProtocol = Messages.toFrame(hello);
+        noProtocol.header().remove("protocol");
+        assertEquals(-1, Messages.hello(noProtocol).protocol(), "no protocol reads as one no worker speaks");
+    }
+
+    /** A STATUS_REPLY's random bytes are ASCII hex (found by {@code MessagesFuzzTest}: fullwidth digits passed). */
+    @Test
+    void aStatusWithNonAsciiHexIsRefused() {
+        WorkerStatus s = WorkerStatus.of(1, new byte[WorkerStatus.RANDOM_BYTES], 2, 3);
+        assertEquals(s, Messages.workerStatus(Messages.toFrame(s, 4)));
+        Frame f = Messages.toFrame(s, 4);
+        f.header().put("random", "\uFF10\uFF10" + s.random().substring(2));
+        assertThrows(IllegalArgumentException.class, () -> Messages.workerStatus(f));
     }
 }
