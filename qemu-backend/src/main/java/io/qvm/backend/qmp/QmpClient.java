@@ -322,45 +322,21 @@ public final class QmpClient implements AutoCloseable {
     }
 
     private void handleLine(byte[] line) throws QmpProtocolException {
-        if (isBlank(line)) {
-            return;
-        }
-        JsonNode message;
-        try {
-            message = MAPPER.readTree(line);
-        } catch (IOException e) {
-            throw new QmpProtocolException("QMP line is not JSON", excerpt(line, 120), e);
-        }
-        if (message == null || !message.isObject()) {
-            throw new QmpProtocolException("QMP line is not a JSON object", excerpt(line, 120), null);
-        }
-        if (message.has("QMP")) {
-            onGreeting(message, line);
-        } else if (message.has("event")) {
-            onEvent(message, line);
-        } else if (message.has("return") || message.has("error")) {
-            onReply(message);
-        } else {
-            LOG.log(Level.DEBUG, "ignoring a QMP message that is neither reply nor event: {0}", excerpt(line, 120));
+        QmpMessage message = QmpMessage.read(line);
+        if (message instanceof QmpMessage.Greeting g) {
+            if (!greeting.complete(g.greeting())) {
+                LOG.log(Level.WARNING, "ignoring a second QMP greeting: {0}", excerpt(line, 120));
+            }
+        } else if (message instanceof QmpMessage.Event e) {
+            onEvent(e.event());
+        } else if (message instanceof QmpMessage.Reply r) {
+            onReply(r);
+        } else if (message instanceof QmpMessage.Ignored i) {
+            LOG.log(Level.DEBUG, "ignoring a QMP message ({0}): {1}", i.why(), excerpt(line, 120));
         }
     }
 
-    private void onGreeting(JsonNode message, byte[] line) throws QmpProtocolException {
-        QmpGreeting g = QmpGreeting.parse(message);
-        if (g == null) {
-            throw new QmpProtocolException("QMP greeting is not an object", excerpt(line, 120), null);
-        }
-        if (!greeting.complete(g)) {
-            LOG.log(Level.WARNING, "ignoring a second QMP greeting: {0}", excerpt(line, 120));
-        }
-    }
-
-    private void onEvent(JsonNode message, byte[] line) {
-        QmpEvent event = QmpEvent.parse(message);
-        if (event == null) {
-            LOG.log(Level.DEBUG, "ignoring a QMP event without a name: {0}", excerpt(line, 120));
-            return;
-        }
+    private void onEvent(QmpEvent event) {
         for (QmpEventListener l : listeners) {
             try {
                 l.onEvent(event);
@@ -370,19 +346,18 @@ public final class QmpClient implements AutoCloseable {
         }
     }
 
-    private void onReply(JsonNode message) {
-        JsonNode id = message.get("id");
-        Pending p = id != null && id.isTextual() ? pending.remove(id.asText()) : null;
+    private void onReply(QmpMessage.Reply reply) {
+        Pending p = reply.id() != null ? pending.remove(reply.id()) : null;
         if (p == null) {
-            LOG.log(Level.DEBUG, "dropping a QMP reply with unknown id {0} (late reply to a timed-out command?)", id);
+            LOG.log(Level.DEBUG, "dropping a QMP reply with unknown id {0} (late reply to a timed-out command?)",
+                    reply.id() == null ? null : ControlChars.escape(reply.id()));
             return;
         }
-        JsonNode error = message.get("error");
-        if (error != null) {
-            String errorClass = error.path("class").isTextual() ? error.path("class").asText() : "(no class)";
-            p.future.completeExceptionally(new QmpErrorException(p.command, errorClass, error.path("desc").asText("")));
+        if (reply.error() != null) {
+            p.future.completeExceptionally(new QmpErrorException(p.command, reply.error().errorClass(),
+                    reply.error().description()));
         } else {
-            p.future.complete(message.get("return"));
+            p.future.complete(reply.result());
         }
     }
 
@@ -467,15 +442,6 @@ public final class QmpClient implements AutoCloseable {
         if (timeout == null || timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException("timeout must be positive, got " + timeout);
         }
-    }
-
-    private static boolean isBlank(byte[] line) {
-        for (byte b : line) {
-            if (b != ' ' && b != '\t' && b != '\r') {
-                return false;
-            }
-        }
-        return true;
     }
 
     /** A printable excerpt of raw input: at most {@code max} bytes, control characters escaped. */

@@ -21,7 +21,8 @@ import java.util.Optional;
  * @param name the event name, e.g. {@code SHUTDOWN}
  * @param data the {@code data} object; an empty object if QEMU sent none
  * @param timestamp QEMU's clock when it emitted the event, or {@code null} if QEMU sent no
- *     usable timestamp (QEMU uses {@code -1} when its clock is not available)
+ *     usable timestamp (QEMU uses {@code -1} when its clock is not available; a peer may send
+ *     anything)
  */
 public record QmpEvent(String name, JsonNode data, Instant timestamp) {
 
@@ -47,16 +48,26 @@ public record QmpEvent(String name, JsonNode data, Instant timestamp) {
         return new QmpEvent(name.asText(), message.get("data"), timestamp(message.get("timestamp")));
     }
 
+    /**
+     * The instant {@code {"seconds": s, "microseconds": us}} names, or {@code null} when it names
+     * none: a field that is not an integer of 64 bits, a negative one (QEMU's -1), microseconds
+     * outside 0..999999, or seconds past {@link Instant#MAX}.
+     */
     private static Instant timestamp(JsonNode ts) {
-        if (ts == null || !ts.path("seconds").isIntegralNumber()) {
+        if (ts == null || !isLong(ts.path("seconds")) || !(ts.path("microseconds").isMissingNode()
+                || isLong(ts.path("microseconds")))) {
             return null;
         }
-        long seconds = ts.path("seconds").asLong();
+        long seconds = ts.path("seconds").longValue();
         long micros = ts.path("microseconds").asLong(0);
-        if (seconds < 0 || micros < 0 || micros >= 1_000_000) {
+        if (seconds < 0 || seconds > Instant.MAX.getEpochSecond() || micros < 0 || micros >= 1_000_000) {
             return null;
         }
         return Instant.ofEpochSecond(seconds, micros * 1000);
+    }
+
+    private static boolean isLong(JsonNode n) {
+        return n.isIntegralNumber() && n.canConvertToLong();
     }
 
     public boolean is(String eventName) {

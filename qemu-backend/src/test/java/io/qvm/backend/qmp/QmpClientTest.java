@@ -136,6 +136,27 @@ class QmpClientTest {
         assertTrue(events.get(4).shutdown().isEmpty());
     }
 
+    /**
+     * A timestamp that is no instant — past {@link Instant#MAX} (found by {@code QmpReaderFuzzTest}:
+     * it ended the reader thread with a DateTimeException and closed the connection), above a long,
+     * or with microseconds that are not a number — reads as no timestamp; the event arrives and the
+     * connection stays open.
+     */
+    @Test
+    void anEventWithAnImpossibleTimestampHasNone() throws Exception {
+        connect();
+        server.send("{\"timestamp\": {\"seconds\": 179606901796069093, \"microseconds\": 1}, \"event\": \"STOP\"}");
+        server.send("{\"timestamp\": {\"seconds\": 18446744073709551621, \"microseconds\": 1}, \"event\": \"STOP\"}");
+        server.send("{\"timestamp\": {\"seconds\": 5, \"microseconds\": \"7\"}, \"event\": \"STOP\"}");
+        server.send("{\"timestamp\": {\"seconds\": 5}, \"event\": \"RESUME\"}");
+        await().atMost(LONG).until(() -> events.size() == 4);
+        assertNull(events.get(0).timestamp());
+        assertNull(events.get(1).timestamp(), "2^64 + 5 is not 5 seconds");
+        assertNull(events.get(2).timestamp());
+        assertEquals(Instant.ofEpochSecond(5), events.get(3).timestamp(), "no microseconds: 0");
+        assertTrue(client.isOpen());
+    }
+
     @Test
     void repliesWithUnknownFieldsAndStrayMessagesAreTolerated() throws Exception {
         server.enqueue("query-status", Reply.of(
