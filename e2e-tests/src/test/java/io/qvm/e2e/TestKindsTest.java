@@ -42,7 +42,8 @@ class TestKindsTest {
     private static final Pattern TEST_METHOD = Pattern.compile(
             "@(?:org\\.junit\\.jupiter\\.(?:api|params)\\.)?"
             + "(?:Test|ParameterizedTest|RepeatedTest|TestFactory|TestTemplate|FuzzTest)\\b");
-    private static final Pattern FUZZ_TEST = Pattern.compile("@(?:com\\.code_intelligence\\.jazzer\\.junit\\.)?FuzzTest\\b");
+    private static final Pattern FUZZ_TEST =
+            Pattern.compile("@(?:com\\.code_intelligence\\.jazzer\\.junit\\.)?FuzzTest\\b");
     private static final Pattern TAG_OPEN = Pattern.compile("@(?:org\\.junit\\.jupiter\\.api\\.)?Tag\\s*\\(\\s*\"$");
     private static final Pattern TAG = Pattern.compile("@(?:org\\.junit\\.jupiter\\.api\\.)?Tag\\s*\\(\\s*\"([^\"]*)\"\\s*\\)");
 
