@@ -24,8 +24,12 @@ import java.util.Random;
  *                 (often a JSON object, sometimes not JSON); a body; the lengths exactly those
  *                 of the bytes that follow — accepted, or rejected by the codec's own rules
  *  broken prefix  "QVMF" and 24 bytes whose checksum does not match (no other 'Q' inside)
- *  cut-off frame  last: a sound prefix whose header or body the stream does not finish
+ *  cut-off frame  last: a sound prefix whose header or body the stream does not finish (with
+ *                 large limits, one that declares megabytes and sends a few bytes)
  * </pre>
+ *
+ * <p>Frames are written up to a little above the limits, or up to 2 KiB when the limits are
+ * larger than a fuzzer's input; only a cut-off frame declares more than it sends.
  *
  * <p>A script is <em>predictable</em> unless it is chaotic: then every byte that is not in a
  * frame can only be skipped, so the readers' output is exactly {@link #expected()}. A chaotic
@@ -94,7 +98,7 @@ public final class FrameScript {
         this.chunkSeed = chunkSeed;
     }
 
-    /** A script for readers with {@code limits}; lengths stay near the limits (a little above them). */
+    /** A script for readers with {@code limits}. */
     public static FrameScript from(FuzzedDataProvider data, FrameLimits limits) {
         boolean chaotic = data.consumeInt(0, 3) == 0;
         int maxChunk = data.consumeInt(1, 600);
@@ -130,8 +134,9 @@ public final class FrameScript {
         int kindCode = data.consumeInt(0, 7) == 0 ? data.consumeInt(0, 255) : data.pickValue(FrameKind.values()).code();
         int flags = data.consumeInt(0, 15) == 0 ? data.consumeInt(0, 0xFFFF) : 0;
         long id = data.consumeLong();
-        byte[] header = JsonHeaders.header(data, FrameKind.fromCode(kindCode), limits.maxHeaderBytes() + 8);
-        byte[] body = data.consumeBytes(data.consumeInt(0, limits.maxBodyBytes() + 8));
+        byte[] header = JsonHeaders.header(data, FrameKind.fromCode(kindCode),
+                Math.min(limits.maxHeaderBytes(), 1024) + 8);
+        byte[] body = data.consumeBytes(data.consumeInt(0, Math.min(limits.maxBodyBytes(), 2048) + 8));
         FrameCodec.Prefix p = new FrameCodec.Prefix(version, kindCode, flags, id, header.length, body.length);
         out.writeBytes(RawFrames.prefix(version, kindCode, flags, id, header.length, body.length));
         out.writeBytes(header);
@@ -156,7 +161,7 @@ public final class FrameScript {
             long bodyLength = data.consumeLong(headerTooLarge ? 0 : limits.maxBodyBytes() + 1L, 0xFFFF_FFFFL);
             FrameKind kind = data.pickValue(FrameKind.values());
             out.writeBytes(RawFrames.prefix(FrameCodec.VERSION, kind.code(), 0, id, headerLength, bodyLength));
-            out.writeBytes(data.consumeBytes(data.consumeInt(0, 300)));
+            out.writeBytes(data.consumeBytes(data.consumeInt(0, (int) Math.min(300, headerLength + bodyLength - 1))));
             expected.add(new Rejected(id, FrameTooLargeException.class));
             return Ending.EITHER;
         }

@@ -33,7 +33,8 @@ import org.junit.jupiter.api.Tag;
  * chunks the fuzzer picks. Only through the channel and the decoder's public API: whatever the
  * bytes, nothing but {@link Frame}s within the limits and {@link RejectedFrame}s goes downstream,
  * the channel sees no exception (or only the transport's typed ones), memory follows what arrived
- * (plus at most one frame within the limits); a predictable script comes out exactly as written,
+ * whatever a frame declares (limits the input reaches, or 64 MiB); a predictable script comes out
+ * exactly as written,
  * with exactly its stale bytes skipped; and any script comes out as the blocking
  * {@link FrameReader} reads it, up to how each reports the end of a stream.
  */
@@ -42,18 +43,22 @@ import org.junit.jupiter.api.Tag;
 @Tag("security")
 class FrameDecoderFuzzTest {
 
-    private static final FrameLimits LIMITS = new FrameLimits(256, 1024);
+    /** Limits a fuzzer's input reaches and passes. */
+    private static final FrameLimits SMALL = new FrameLimits(256, 1024);
+    /** Limits far above any input: a frame may declare megabytes and send ten bytes. */
+    private static final FrameLimits LARGE = new FrameLimits(64 * 1024, 64 << 20);
 
     @FuzzTest(maxDuration = "10s")
     void theDecoderFindsEveryFrameInAnyChunkingAndAgreesWithTheBlockingReader(FuzzedDataProvider data)
             throws IOException {
-        FrameScript script = FrameScript.from(data, LIMITS);
-        Decoding decoding = decode(script);
+        FrameLimits limits = data.consumeInt(0, 3) == 0 ? LARGE : SMALL;
+        FrameScript script = FrameScript.from(data, limits);
+        Decoding decoding = decode(script, limits);
         if (decoding == null) {
             return; // a typed failure of a chaotic stream
         }
         if (decoding.allocated > decoding.bound) {
-            decoding = decode(script); // the first decoding may have paid for class loading; the code does not change
+            decoding = decode(script, limits); // the first decoding may have paid for class loading
         }
         assertTrue(decoding.allocated <= decoding.bound, "allocated " + decoding.allocated + " bytes for "
                 + script.bytes().length + " bytes (bound " + decoding.bound + "): " + script);
@@ -65,7 +70,7 @@ class FrameDecoderFuzzTest {
                 assertEquals(script.staleBytes(), decoding.stale, script.toString());
             }
         }
-        List<Event> read = FrameScript.readAll(new FrameReader(script.inputStream(), LIMITS));
+        List<Event> read = FrameScript.readAll(new FrameReader(script.inputStream(), limits));
         assertSameUpToTheEnd(read, decoding.events, script);
     }
 
@@ -74,8 +79,8 @@ class FrameDecoderFuzzTest {
     }
 
     /** The script through a fresh decoder on an embedded channel, chunk by chunk; null after a typed failure. */
-    private static Decoding decode(FrameScript script) {
-        FrameDecoder decoder = new FrameDecoder(LIMITS);
+    private static Decoding decode(FrameScript script, FrameLimits limits) {
+        FrameDecoder decoder = new FrameDecoder(limits);
         EmbeddedChannel ch = new EmbeddedChannel();
         ch.config().setAllocator(new UnpooledByteBufAllocator(false)); // heap buffers: the allocation counter sees them
         ch.pipeline().addLast(decoder);
@@ -87,21 +92,21 @@ class FrameDecoderFuzzTest {
                 long before = RawFrames.allocatedBytes();
                 ch.writeInbound(Unpooled.wrappedBuffer(chunk));
                 allocated += RawFrames.allocatedBytes() - before;
-                if (!drain(ch, events, script)) {
+                if (!drain(ch, events, script, limits)) {
                     return null;
                 }
             }
             long before = RawFrames.allocatedBytes();
             ch.finish();
             allocated += RawFrames.allocatedBytes() - before;
-            if (!drain(ch, events, script)) {
+            if (!drain(ch, events, script, limits)) {
                 return null;
             }
         } finally {
             ch.finishAndReleaseAll();
         }
-        long bound = 64L * script.bytes().length + LIMITS.maxHeaderBytes() + LIMITS.maxBodyBytes()
-                + 16 * 1024L * (chunks.size() + events.size()) + 64 * 1024;
+        long bound = 64L * script.bytes().length + 16 * 1024L * (chunks.size() + events.size())
+                + 256 * 1024; // whatever a frame declares
         return new Decoding(events, decoder.staleBytes(), allocated, bound);
     }
 
@@ -109,10 +114,10 @@ class FrameDecoderFuzzTest {
      * Moves what went downstream into {@code events}; false when the channel failed in a typed way
      * (the decoder may give up on a stream, never throw something else).
      */
-    private static boolean drain(EmbeddedChannel ch, List<Event> events, FrameScript script) {
+    private static boolean drain(EmbeddedChannel ch, List<Event> events, FrameScript script, FrameLimits limits) {
         for (Object m; (m = ch.readInbound()) != null; ) {
             if (m instanceof Frame f) {
-                assertTrue(f.body().length <= LIMITS.maxBodyBytes(), "a frame above the body limit: " + f);
+                assertTrue(f.body().length <= limits.maxBodyBytes(), "a frame above the body limit: " + f);
                 events.add(Accepted.of(f));
             } else if (m instanceof RejectedFrame r) {
                 events.add(r.reason() instanceof FrameTruncatedException ? new Truncated()
