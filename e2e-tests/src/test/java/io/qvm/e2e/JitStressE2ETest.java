@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.qvm.backend.probe.HostInfo;
 import io.qvm.backend.probe.HostProbe;
 import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.sandbox.JvmCrashReport;
 import io.qvm.image.ImageBuilder;
 import io.qvm.probe.JitStress;
 import io.qvm.protocol.image.Arch;
@@ -91,12 +92,9 @@ class JitStressE2ETest {
                 }
             }
             p.waitFor(2, TimeUnit.MINUTES);
-            String console = Files.readString(run.resolve("console.log"), StandardCharsets.ISO_8859_1);
-            int at = console.lastIndexOf("# A fatal error has been detected");
-            if (at >= 0) {
-                String head = console.substring(at, Math.min(console.length(), at + 1200));
-                return "CRASH " + head.lines().filter(l -> l.startsWith("#  ") || l.startsWith("# J")
-                        || l.startsWith("# V") || l.startsWith("# C")).toList();
+            java.util.Optional<List<String>> crash = JvmCrashReport.find(run.resolve("console.log"));
+            if (crash.isPresent()) {
+                return "CRASH " + crash.get();
             }
             return result != null ? "OK " + result : "NO RESULT";
         } finally {

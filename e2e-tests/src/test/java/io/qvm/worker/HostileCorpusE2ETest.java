@@ -9,6 +9,7 @@ import io.qvm.RenderFailedException;
 import io.qvm.SandboxConfig;
 import io.qvm.SandboxLostException;
 import io.qvm.SandboxPool;
+import io.qvm.backend.sandbox.JvmCrashReport;
 import io.qvm.protocol.RenderResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -98,21 +99,20 @@ class HostileCorpusE2ETest {
             } catch (RenderFailedException e) {
                 return e.code().name();
             } catch (SandboxLostException e) {
-                String console = e.consoleTail();
-                Crash crash = new Crash(c.toString(), e.outOfMemory(),
-                        console.contains("A fatal error has been detected by the Java Runtime Environment")
-                                || console.contains("S Y S T E M") || console.contains("END."),
-                        console.lines().filter(l -> l.startsWith("# ") || l.contains("Problematic frame")).limit(12)
-                                .toList());
-                crashes.add(crash);
-                log("LOST " + c + ": " + e.getMessage() + "\n--- console (tail) ---\n" + console);
+                // The backend names the JVM's fatal-error report in the message when the console
+                // has one (JvmCrashReport, over the whole console, not only its tail).
+                String message = e.getMessage();
+                int report = message.indexOf(JvmCrashReport.CLAUSE);
+                crashes.add(new Crash(c.toString(), e.outOfMemory(), report >= 0,
+                        report < 0 ? "" : message.substring(report)));
+                log("LOST " + c + ": " + message + "\n--- console (tail) ---\n" + e.consoleTail());
                 return LOST;
             }
         });
     }
 
     /** A sandbox lost under a case: whether out of memory, whether the JVM printed its fatal-error report. */
-    private record Crash(String testCase, boolean outOfMemory, boolean jvmFatalError, List<String> report) {
+    private record Crash(String testCase, boolean outOfMemory, boolean jvmFatalError, String report) {
     }
 
     static void log(String line) {

@@ -279,7 +279,11 @@ public final class Reliability {
                             signal(pid, "KILL");
                         }
                         boolean ok = got.startsWith("LOST") && gone;
-                        (ok ? t.heldCounter() : t.lostCounter()).run();
+                        if (ok) {
+                            t.held++;
+                        } else {
+                            t.lost++;
+                        }
                         t.outcome("SIG" + signal + ": " + got + (gone ? "" : ", QEMU still running"));
                     } catch (SandboxException | InterruptedException e) {
                         t.lost++;
@@ -414,14 +418,6 @@ public final class Reliability {
 
         void outcome(String o) {
             outcomes.merge(o, 1, Integer::sum);
-        }
-
-        Runnable heldCounter() {
-            return () -> held++;
-        }
-
-        Runnable lostCounter() {
-            return () -> lost++;
         }
 
         Category done(int orphans) {

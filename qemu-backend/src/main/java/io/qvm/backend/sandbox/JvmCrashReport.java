@@ -22,6 +22,8 @@ public final class JvmCrashReport {
     public static final int SCAN_BYTES = 1 << 20;
     /** The line HotSpot starts its report with. */
     public static final String BANNER = "# A fatal error has been detected by the Java Runtime Environment:";
+    /** How {@link #clause} begins, for those that read it back from a message. */
+    public static final String CLAUSE = "the worker's JVM crashed (";
     private static final int MAX_LINES = 12;
     private static final int MAX_LINE_CHARS = 200;
 
@@ -57,8 +59,8 @@ public final class JvmCrashReport {
         return Optional.of(List.copyOf(lines));
     }
 
-    /** The summary as one clause for a message ({@code "; the worker's JVM crashed: …"}), or "". */
+    /** The summary as one clause for a message ({@code "; the worker's JVM crashed (… | …)"}), or "". */
     public static String clause(Path console) {
-        return find(console).map(l -> "; the worker's JVM crashed (" + String.join(" | ", l) + ")").orElse("");
+        return find(console).map(l -> "; " + CLAUSE + String.join(" | ", l) + ")").orElse("");
     }
 }
