@@ -1,0 +1,72 @@
+package io.qvm.release;
+
+import java.io.BufferedOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.util.List;
+import java.util.stream.Stream;
+import java.util.zip.CRC32;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipOutputStream;
+
+/**
+ * The Maven artifact of one staged image: a zip whose entries sit at its root, exactly the files
+ * of the image directory (rel-shared: {@code vmlinuz}, {@code initramfs.cpio.gz},
+ * {@code manifest.json}, {@code SHA256SUMS}, {@code sbom.cdx.json}), so that unzipping it into
+ * {@code <root>/<arch>/} gives an image directory the backend verifies as it is. Deterministic:
+ * entries sorted by name, one fixed DOS time (1980-01-01), no extra fields; the already compressed
+ * kernel and initramfs are stored, the rest deflated.
+ */
+public final class ImageZip {
+
+    private static final LocalDateTime FIXED_TIME = LocalDateTime.of(1980, 1, 1, 0, 0);
+
+    private ImageZip() {
+    }
+
+    /** Zips the regular files directly in {@code imageDir} into {@code zip}. */
+    public static void write(Path imageDir, Path zip) throws IOException {
+        List<Path> files;
+        try (Stream<Path> s = Files.list(imageDir)) {
+            files = s.filter(Files::isRegularFile).sorted().toList();
+        }
+        try (OutputStream fo = new BufferedOutputStream(Files.newOutputStream(zip), 1 << 16);
+                ZipOutputStream out = new ZipOutputStream(fo)) {
+            for (Path f : files) {
+                String name = f.getFileName().toString();
+                ZipEntry e = new ZipEntry(name);
+                e.setTimeLocal(FIXED_TIME);
+                if (compressed(name)) {
+                    e.setMethod(ZipEntry.STORED);
+                    e.setSize(Files.size(f));
+                    e.setCompressedSize(Files.size(f));
+                    e.setCrc(crc(f));
+                } else {
+                    e.setMethod(ZipEntry.DEFLATED);
+                }
+                out.putNextEntry(e);
+                Files.copy(f, out);
+                out.closeEntry();
+            }
+        }
+    }
+
+    private static boolean compressed(String name) {
+        return name.endsWith(".gz") || name.equals("vmlinuz");
+    }
+
+    private static long crc(Path f) throws IOException {
+        CRC32 crc = new CRC32();
+        byte[] buf = new byte[1 << 16];
+        try (InputStream in = Files.newInputStream(f)) {
+            for (int n; (n = in.read(buf)) > 0; ) {
+                crc.update(buf, 0, n);
+            }
+        }
+        return crc.getValue();
+    }
+}

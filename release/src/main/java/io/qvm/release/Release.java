@@ -1,0 +1,616 @@
+package io.qvm.release;
+
+import io.qvm.image.ImageInfo;
+import io.qvm.image.PackageLock;
+import io.qvm.image.PackageStore;
+import io.qvm.protocol.image.Arch;
+import io.qvm.protocol.image.ImageDirectory;
+import io.qvm.protocol.image.ImageManifest;
+import io.qvm.protocol.util.FileTrees;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+
+/**
+ * qvm's release pipeline: it never publishes an image it has not proven on this host.
+ *
+ * <pre>
+ * Release.Result r = Release.builder()
+ *         .outDir(Path.of("out/release"))
+ *         .gate(new HostGate(HostGate.Options.defaults()))
+ *         .progress(System.err::println)
+ *         .build()
+ *         .run();
+ * if (!r.ok()) System.err.println(r.failure().orElseThrow());
+ * </pre>
+ *
+ * <p>The steps, in order, each recorded as a {@link ReleaseStep} with its evidence; the first that
+ * fails ends the run:
+ * <ol>
+ * <li>{@code lock}: the lock pins every role for every architecture, the worker jar exists,
+ *     {@code OUT/<version>} does not (a release directory is never overwritten); staging starts in
+ *     {@code OUT/.staging-<random>};</li>
+ * <li>per architecture {@code build:<arch>} (from the user's package cache) and
+ *     {@code reproduce:<arch>}: a second full build from a fresh cache seeded with the same
+ *     verified .debs only (every package extracted again), compared with the first byte for byte
+ *     ({@link Reproducibility});</li>
+ * <li>per architecture {@code sbom:<arch>}: {@code sbom.cdx.json} ({@link ImageSbom});</li>
+ * <li>{@code stage}: {@code OUT/.staging-*}/{@code <version>/<arch>/} and the release's
+ *     {@code SHA256SUMS} ({@link Checksums});</li>
+ * <li>{@code gate}: the {@link ReleaseGate} on the staged files (its steps are recorded as
+ *     {@code gate:<arch>:<step>});</li>
+ * <li>{@code verify-staged}: every staged file against its recorded SHA-256, and each image
+ *     directory as the backend verifies it;</li>
+ * <li>{@code publish}: the staged {@code <version>} directory moved to {@code OUT/<version>} in one
+ *     rename;</li>
+ * <li>{@code maven-install}: the POM, and per architecture the zip and the manifest, into the local
+ *     Maven repository ({@link MavenInstaller}); a failure here removes the published directory;</li>
+ * <li>{@code report}: {@code release.json} and {@code release.md} ({@link ReleaseReport}) in
+ *     {@code OUT/<version>}, added to its {@code SHA256SUMS}.</li>
+ * </ol>
+ * Whatever happens, the staging directory is removed; a failed release leaves {@code OUT} and the
+ * Maven repository as they were.
+ */
+public final class Release {
+
+    /** The architectures a release builds, in order. */
+    public static final List<Arch> ARCHS = List.of(Arch.X86_64, Arch.AARCH64);
+
+    /**
+     * One architecture as released.
+     *
+     * @param arch the architecture
+     * @param sizes staged file → bytes
+     * @param sha256 staged file → SHA-256
+     * @param debianPackages Debian packages in its SBOM
+     * @param licensedPackages of those, how many name a licence
+     * @param mavenArtifacts Maven artifacts in its SBOM (the worker jar and its closure)
+     */
+    public record ArchSummary(Arch arch, Map<String, Long> sizes, Map<String, String> sha256, int debianPackages,
+            int licensedPackages, int mavenArtifacts) {
+        public ArchSummary {
+            sizes = Map.copyOf(sizes);
+            sha256 = Map.copyOf(sha256);
+        }
+    }
+
+    /**
+     * What a release did.
+     *
+     * @param version the release version
+     * @param started when it started
+     * @param millis how long it took
+     * @param ok whether every step passed and the release is published
+     * @param steps every step that ran, in order (the gate's as {@code gate:...})
+     * @param gate the gate's result, if the gate ran
+     * @param archs per architecture, what was staged (in release order; those that got that far)
+     * @param reproduced whether each architecture was built twice and compared
+     * @param outDir the output directory
+     * @param published {@code OUT/<version>} when published
+     * @param mavenRepository the local repository installed into (or that would have been)
+     * @param mavenFiles the artifacts installed there (empty unless published)
+     */
+    public record Result(String version, Instant started, long millis, boolean ok, List<ReleaseStep> steps,
+            Optional<GateResult> gate, List<ArchSummary> archs, boolean reproduced, Path outDir,
+            Optional<Path> published, Path mavenRepository, List<Path> mavenFiles) {
+        public Result {
+            steps = List.copyOf(steps);
+            archs = List.copyOf(archs);
+            mavenFiles = List.copyOf(mavenFiles);
+        }
+
+        /** The step that failed, if one did. */
+        public Optional<ReleaseStep> failure() {
+            return steps.stream().filter(s -> !s.ok()).findFirst();
+        }
+    }
+
+    private final String version;
+    private final Path outDir;
+    private final List<Arch> archs;
+    private final Path mavenRepo;
+    private final boolean reproduce;
+    private final PackageLock lock;
+    private final Path workerJar;
+    private final ImageFactory images;
+    private final Path cache;
+    private final ReleaseGate gate;
+    private final Consumer<String> progress;
+    private final String host;
+
+    private Release(Builder b) {
+        this.version = b.version;
+        this.outDir = b.outDir.toAbsolutePath().normalize();
+        this.archs = b.archs;
+        this.mavenRepo = MavenInstaller.localRepository(b.mavenRepo);
+        this.reproduce = b.reproduce;
+        this.lock = b.lock != null ? b.lock : PackageLock.bundled();
+        this.workerJar = b.workerJar;
+        this.images = b.images != null ? b.images : new BuilderImages(lock, workerJar);
+        this.cache = b.cache;
+        this.gate = Objects.requireNonNull(b.gate, "a release needs its gate: builder().gate(...)");
+        this.progress = b.progress;
+        this.host = b.host;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The project's version, as the build wrote it into this module ({@code release.properties}). */
+    public static String projectVersion() {
+        try (InputStream in = Release.class.getResourceAsStream("release.properties")) {
+            Properties p = new Properties();
+            if (in != null) {
+                p.load(in);
+            }
+            String v = p.getProperty("version", "");
+            return v.isBlank() || v.startsWith("${") ? "0.1.0-SNAPSHOT" : v;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Runs every step; never throws for a step that failed (see {@link Result#failure()}). */
+    public Result run() {
+        return new Run().run();
+    }
+
+    /** Thrown inside {@link Run} when a step failed (already recorded): ends the run. */
+    private static final class Stop extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Stop() {
+            super(null, null, false, false);
+        }
+    }
+
+    /** One run's state. */
+    private final class Run {
+        final Instant started = Instant.now();
+        final long t0 = System.nanoTime();
+        final List<ReleaseStep> steps = new ArrayList<>();
+        final Map<Arch, ArchSummary> summaries = new LinkedHashMap<>();
+        final Map<Arch, ImageSbom.Result> sboms = new LinkedHashMap<>();
+        GateResult gateResult;
+        Path staging;
+        Path published;
+        MavenInstaller.Installed installed;
+
+        Result run() {
+            try {
+                step("lock", this::lock);
+                for (Arch a : archs) {
+                    step("build:" + a.id(), () -> build(a));
+                    if (reproduce) {
+                        step("reproduce:" + a.id(), () -> reproduce(a));
+                    }
+                }
+                for (Arch a : archs) {
+                    step("sbom:" + a.id(), () -> sbom(a));
+                }
+                StagedImages staged = stage();
+                gate(staged);
+                step("verify-staged", () -> verifyStaged(staged));
+                step("publish", () -> publish(staged));
+                step("maven-install", this::mavenInstall);
+                step("report", this::report);
+            } catch (Stop stopped) {
+                rollBack();
+            } finally {
+                if (staging != null) {
+                    FileTrees.deleteQuietly(staging);
+                }
+            }
+            return result();
+        }
+
+        Result result() {
+            boolean ok = steps.stream().allMatch(ReleaseStep::ok) && published != null;
+            return new Result(version, started, (System.nanoTime() - t0) / 1_000_000, ok, steps,
+                    Optional.ofNullable(gateResult), List.copyOf(summaries.values()), reproduce, outDir,
+                    Optional.ofNullable(ok ? published : null), mavenRepo,
+                    ok && installed != null ? installed.files() : List.of());
+        }
+
+        void step(String name, Supplier<String> body) {
+            progress.accept(name + " …");
+            long s = System.nanoTime();
+            String evidence;
+            boolean ok;
+            try {
+                evidence = body.get();
+                ok = true;
+            } catch (ReleaseException e) {
+                evidence = e.getMessage();
+                ok = false;
+            } catch (RuntimeException e) {
+                evidence = e.getClass().getSimpleName() + ": " + e.getMessage();
+                ok = false;
+            }
+            long ms = (System.nanoTime() - s) / 1_000_000;
+            ReleaseStep step = new ReleaseStep(name, ok, ms, evidence == null || evidence.isBlank() ? "(none)" : evidence);
+            steps.add(step);
+            progress.accept((ok ? "ok " : "FAILED ") + name + String.format(java.util.Locale.ROOT, " (%.1f s): ", ms / 1000.0)
+                    + firstLine(step.evidence()));
+            if (!ok) {
+                throw new Stop();
+            }
+        }
+
+        // ---- steps ------------------------------------------------------------------------------
+
+        String lock() {
+            if (archs.isEmpty()) {
+                throw new ReleaseException("no architecture to release");
+            }
+            StringBuilder sb = new StringBuilder();
+            for (Arch a : archs) {
+                List<PackageLock.Entry> entries = lock.entries(a);
+                for (PackageLock.Role r : PackageLock.Role.values()) {
+                    if (r != PackageLock.Role.LIBRARY) {
+                        lock.one(a, r);
+                    }
+                }
+                sb.append(a.id()).append(": ").append(entries.size()).append(" pinned packages; ");
+            }
+            if (!Files.isRegularFile(workerJar)) {
+                throw new ReleaseException("the worker jar " + workerJar + " does not exist: build it with "
+                        + "mvn -pl renderer-worker -am package");
+            }
+            Path target = outDir.resolve(version);
+            if (Files.exists(target)) {
+                throw new ReleaseException(target + " exists already: a release directory is never overwritten; "
+                        + "remove it or release another --version");
+            }
+            try {
+                Files.createDirectories(outDir);
+                staging = Files.createTempDirectory(outDir, ".staging-");
+            } catch (IOException e) {
+                throw new ReleaseException("cannot create a staging directory in " + outDir + ": " + e, e);
+            }
+            return sb + "worker jar " + workerJar + "; version " + version + "; staging in " + staging;
+        }
+
+        String build(Arch a) {
+            Path dir = images.build(a, staging.resolve("build-1"), cache, line -> progress.accept("  " + line));
+            return describeImage(dir);
+        }
+
+        String reproduce(Arch a) {
+            Path fresh = staging.resolve("cache-2-" + a.id());
+            Path out = staging.resolve("build-2");
+            try {
+                images.seed(a, cache, fresh, line -> progress.accept("  " + line));
+                images.build(a, out, fresh, line -> progress.accept("  " + line));
+                List<Reproducibility.Difference> d = Reproducibility.compare(
+                        staging.resolve("build-1").resolve(a.id()), out.resolve(a.id()));
+                String text = Reproducibility.describe(d, out.resolve(a.id()));
+                if (!d.isEmpty()) {
+                    throw new ReleaseException("the " + a + " image is not reproducible: " + text);
+                }
+                return text + " (the second from a fresh package cache: every package extracted again)";
+            } finally {
+                FileTrees.deleteQuietly(out.resolve(a.id()));
+                FileTrees.deleteQuietly(fresh);
+            }
+        }
+
+        String sbom(Arch a) {
+            Path dir = staging.resolve("build-1").resolve(a.id());
+            ImageManifest manifest = readManifest(dir);
+            List<PackageLock.Entry> entries = lock.entries(a);
+            Map<PackageLock.Entry, Path> roots = new LinkedHashMap<>();
+            for (PackageLock.Entry e : entries) {
+                roots.put(e, images.extracted(a, e, cache));
+            }
+            Map<String, List<String>> licenses = new LinkedHashMap<>();
+            for (Map.Entry<PackageLock.Entry, Path> r : roots.entrySet()) {
+                try {
+                    List<String> l = DebianCopyright.licenses(r.getKey().name(), r.getValue(), roots.values());
+                    if (!l.isEmpty()) {
+                        licenses.put(r.getKey().name(), l);
+                    }
+                } catch (IOException e) {
+                    throw new ReleaseException("cannot read the copyright of " + r.getKey().label() + ": " + e, e);
+                }
+            }
+            ImageSbom.Result sbom = ImageSbom.create(new ImageSbom.Inputs(a, version, manifest, entries, licenses,
+                    WorkerBom.fromImage(dir, manifest)));
+            try {
+                Files.writeString(dir.resolve(ImageSbom.FILE), sbom.json());
+            } catch (IOException e) {
+                throw new ReleaseException("cannot write " + dir.resolve(ImageSbom.FILE) + ": " + e, e);
+            }
+            sboms.put(a, sbom);
+            return ImageSbom.FILE + ": " + sbom.debianPackages() + " Debian packages (" + licenses.size()
+                    + " name their licences), " + sbom.mavenArtifacts() + " Maven artifacts (the worker jar and its "
+                    + "closure); CycloneDX " + ImageSbom.SPEC + ", valid against its schema";
+        }
+
+        StagedImages stage() {
+            StagedImages[] out = new StagedImages[1];
+            step("stage", () -> {
+                Path root = staging.resolve(version);
+                try {
+                    Files.createDirectories(root);
+                    for (Arch a : archs) {
+                        Files.move(staging.resolve("build-1").resolve(a.id()), root.resolve(a.id()));
+                    }
+                    Map<String, String> sums = Checksums.write(root);
+                    StringBuilder sb = new StringBuilder(sums.size() + " files in " + root + ", recorded in "
+                            + Checksums.FILE + ":");
+                    for (Arch a : archs) {
+                        ImageDirectory.Verified v = ImageDirectory.verify(root.resolve(a.id()), a);
+                        if (!v.ok()) {
+                            throw new ReleaseException("the staged " + a + " image does not verify: " + v.problems());
+                        }
+                        Map<String, Long> sizes = new LinkedHashMap<>();
+                        Map<String, String> hashes = new LinkedHashMap<>();
+                        for (String f : files(root.resolve(a.id()))) {
+                            sizes.put(f, Files.size(root.resolve(a.id()).resolve(f)));
+                            hashes.put(f, sums.get(a.id() + "/" + f));
+                        }
+                        ImageSbom.Result s = sboms.get(a);
+                        summaries.put(a, new ArchSummary(a, sizes, hashes, s.debianPackages(),
+                                (int) s.bom().getComponents().stream().filter(c -> "debian".equals(ecosystem(c)))
+                                        .filter(c -> c.getLicenses() != null).count(), s.mavenArtifacts()));
+                        sb.append("\n  ").append(a.id()).append(": ").append(sizes);
+                    }
+                    out[0] = new StagedImages(version, root, archs);
+                    return sb.toString();
+                } catch (IOException e) {
+                    throw new ReleaseException("cannot stage into " + root + ": " + e, e);
+                }
+            });
+            return out[0];
+        }
+
+        void gate(StagedImages staged) {
+            step("gate", () -> {
+                GateResult g = gate.run(staged, line -> progress.accept("  " + line));
+                gateResult = g;
+                for (ReleaseStep s : g.steps()) {
+                    steps.add(new ReleaseStep("gate:" + s.name(), s.ok(), s.millis(), s.evidence()));
+                }
+                Optional<ReleaseStep> failed = g.firstFailure();
+                if (failed.isPresent()) {
+                    throw new ReleaseException("the " + g.gate() + " gate failed at gate:" + failed.get().name() + ": "
+                            + failed.get().evidence());
+                }
+                return "the " + g.gate() + " gate passed all " + g.steps().size() + " steps";
+            });
+        }
+
+        String verifyStaged(StagedImages staged) {
+            List<String> problems = new ArrayList<>(Checksums.verify(staged.root()));
+            for (Arch a : archs) {
+                problems.addAll(ImageDirectory.verify(staged.dir(a), a).problems());
+            }
+            if (!problems.isEmpty()) {
+                throw new ReleaseException("the staged files are not what was built and gated: "
+                        + String.join("; ", problems));
+            }
+            return "every staged file matches its recorded SHA-256 (" + Checksums.FILE + ") and each image "
+                    + "directory verifies";
+        }
+
+        String publish(StagedImages staged) {
+            Path target = outDir.resolve(version);
+            try {
+                Files.move(staged.root(), target, StandardCopyOption.ATOMIC_MOVE);
+            } catch (IOException e) {
+                throw new ReleaseException("cannot move " + staged.root() + " to " + target + ": " + e, e);
+            }
+            published = target;
+            return "published " + target;
+        }
+
+        String mavenInstall() {
+            Path dir = staging.resolve("maven");
+            try {
+                Files.createDirectories(dir);
+                Path pom = dir.resolve(MavenInstaller.ARTIFACT + "-" + version + ".pom");
+                MavenInstaller.writePom(version, pom);
+                Map<Arch, Path> zips = new LinkedHashMap<>();
+                Map<Arch, Path> manifests = new LinkedHashMap<>();
+                for (Arch a : archs) {
+                    Path zip = dir.resolve(MavenInstaller.ARTIFACT + "-" + version + "-" + a.id() + ".zip");
+                    ImageZip.write(published.resolve(a.id()), zip);
+                    zips.put(a, zip);
+                    manifests.put(a, published.resolve(a.id()).resolve(ImageDirectory.MANIFEST));
+                }
+                installed = MavenInstaller.install(mavenRepo, version, pom, zips, manifests);
+            } catch (IOException e) {
+                throw new ReleaseException("cannot prepare the Maven artifacts in " + dir + ": " + e, e);
+            }
+            return "installed " + MavenInstaller.GROUP + ":" + MavenInstaller.ARTIFACT + ":" + version + " into "
+                    + mavenRepo + ": " + installed.files().stream().map(p -> p.getFileName().toString()).toList();
+        }
+
+        String report() {
+            Result sofar = new Result(version, started, (System.nanoTime() - t0) / 1_000_000, true, steps,
+                    Optional.ofNullable(gateResult), List.copyOf(summaries.values()), reproduce, outDir,
+                    Optional.of(published), mavenRepo, installed.files());
+            try {
+                ReleaseReport.write(sofar, host, published);
+                Checksums.add(published, List.of(ReleaseReport.JSON_FILE, ReleaseReport.MD_FILE));
+            } catch (IOException e) {
+                throw new ReleaseException("cannot write the release report into " + published + ": " + e, e);
+            }
+            return "wrote " + ReleaseReport.JSON_FILE + " and " + ReleaseReport.MD_FILE + " in " + published;
+        }
+
+        /** After a failed step: nothing stays published, nothing stays installed. */
+        void rollBack() {
+            if (installed != null) {
+                for (Path p : installed.files()) {
+                    try {
+                        Files.deleteIfExists(p);
+                    } catch (IOException e) {
+                        progress.accept("could not remove " + p + ": " + e);
+                    }
+                }
+                installed = null;
+            }
+            if (published != null) {
+                FileTrees.deleteQuietly(published);
+                progress.accept("removed " + published + ": a failed release publishes nothing");
+                published = null;
+            }
+        }
+
+        // ---- helpers ----------------------------------------------------------------------------
+
+        private String describeImage(Path dir) {
+            ImageManifest m = readManifest(dir);
+            StringBuilder sb = new StringBuilder(dir.toString()).append(": kernel ")
+                    .append(m.kernelVersion().orElse("?"));
+            for (ImageManifest.Output o : m.outputFiles()) {
+                sb.append(", ").append(o.name()).append(' ').append(o.size()).append(" bytes sha256 ").append(o.sha256());
+            }
+            return sb.toString();
+        }
+    }
+
+    static ImageManifest readManifest(Path dir) {
+        try {
+            return ImageManifest.read(dir.resolve(ImageDirectory.MANIFEST));
+        } catch (IOException e) {
+            throw new ReleaseException("cannot read " + dir.resolve(ImageDirectory.MANIFEST) + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static String ecosystem(org.cyclonedx.model.Component c) {
+        if (c.getProperties() == null) {
+            return "";
+        }
+        return c.getProperties().stream().filter(p -> ImageSbom.ECOSYSTEM.equals(p.getName()))
+                .map(org.cyclonedx.model.Property::getValue).findFirst().orElse("");
+    }
+
+    private static List<String> files(Path dir) throws IOException {
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.filter(Files::isRegularFile).map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    private static String firstLine(String s) {
+        int nl = s.indexOf('\n');
+        return nl < 0 ? s : s.substring(0, nl) + " …";
+    }
+
+    /** Builder; defaults in one place. */
+    public static final class Builder {
+        private String version = projectVersion();
+        private Path outDir = ImageInfo.repoRoot().resolve("out").resolve("release");
+        private List<Arch> archs = ARCHS;
+        private Path mavenRepo;
+        private boolean reproduce = true;
+        private PackageLock lock;
+        private Path workerJar = ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
+        private ImageFactory images;
+        private Path cache = PackageStore.defaultCache();
+        private ReleaseGate gate;
+        private Consumer<String> progress = line -> { };
+        private String host = System.getProperty("os.name") + " " + System.getProperty("os.arch") + ", "
+                + Runtime.getRuntime().availableProcessors() + " cores";
+
+        private Builder() {
+        }
+
+        /** The release version (default: the project's, {@link #projectVersion()}). */
+        public Builder version(String v) {
+            if (v == null || !v.matches("[0-9A-Za-z][0-9A-Za-z._-]*") || v.length() > 64) {
+                throw new IllegalArgumentException("a release version is letters, digits, '.', '_' and '-' "
+                        + "(at most 64, not starting with a punctuation mark), got '" + v + "'");
+            }
+            this.version = v;
+            return this;
+        }
+
+        /** Where {@code <version>/} is published (default {@code out/release} of the checkout). */
+        public Builder outDir(Path v) {
+            this.outDir = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /** The architectures to release (default both, {@link #ARCHS}). */
+        public Builder archs(List<Arch> v) {
+            if (v.isEmpty() || v.stream().distinct().count() != v.size()) {
+                throw new IllegalArgumentException("architectures must be distinct and at least one: " + v);
+            }
+            this.archs = List.copyOf(v);
+            return this;
+        }
+
+        /** The local Maven repository (default {@link MavenInstaller#localRepository(Path) as Maven finds it}). */
+        public Builder mavenRepository(Path v) {
+            this.mavenRepo = v;
+            return this;
+        }
+
+        /** Whether each image is built twice and compared (default true; false only for a quick try). */
+        public Builder reproduce(boolean v) {
+            this.reproduce = v;
+            return this;
+        }
+
+        public Builder lock(PackageLock v) {
+            this.lock = Objects.requireNonNull(v);
+            return this;
+        }
+
+        public Builder workerJar(Path v) {
+            this.workerJar = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /** The image build (default {@link BuilderImages} over the lock and worker jar). */
+        public Builder images(ImageFactory v) {
+            this.images = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /** The package cache of the first build (default {@code $QVM_CACHE} or {@code ~/.cache/qvm}). */
+        public Builder cache(Path v) {
+            this.cache = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /** The gate (required; the product's is {@link HostGate}). */
+        public Builder gate(ReleaseGate v) {
+            this.gate = Objects.requireNonNull(v);
+            return this;
+        }
+
+        public Builder progress(Consumer<String> v) {
+            this.progress = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /** How the report names this host (default: OS, CPU architecture, cores). */
+        public Builder host(String v) {
+            this.host = Objects.requireNonNull(v);
+            return this;
+        }
+
+        public Release build() {
+            return new Release(this);
+        }
+    }
+}
