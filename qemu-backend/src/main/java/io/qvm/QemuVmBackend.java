@@ -89,6 +89,8 @@ public final class QemuVmBackend implements SandboxBackend {
     private final ReapReport startupReap;
     private final QemuUser qemuUser;
     private final CgroupTree cgroupTree;
+    /** The guest architecture (null: the host's). */
+    private final Arch guestArch;
     /** The cgroup tree once prepared, or empty when the host has none for QEMU (null: not tried yet). */
     private volatile Optional<CgroupTree> cgroups;
     /** Who QEMU drops to, once {@link #qemuUser} said so (a refusal is not kept: the fix takes effect at once). */
@@ -108,6 +110,7 @@ public final class QemuVmBackend implements SandboxBackend {
         this.useTemplates = b.useTemplates != null ? b.useTemplates : env.templatesEnabled();
         this.qemuUser = b.qemuUser != null ? b.qemuUser : QemuUser.system(env);
         this.cgroupTree = b.cgroupTree != null ? b.cgroupTree : CgroupTree.system();
+        this.guestArch = b.guestArch;
         this.startupReap = b.reapOnStart ? reap() : null;
     }
 
@@ -163,7 +166,16 @@ public final class QemuVmBackend implements SandboxBackend {
     /** The accelerator a sandbox with {@code config} would run on (the probe's verdict is cached). */
     public AcceleratorChoice acceleratorChoice(SandboxConfig config) {
         HostInfo h = host();
-        return choose(config, h, image(h.arch()));
+        return choose(config, h, image(guestArch(h)));
+    }
+
+    /** The guest architecture sandboxes of this backend run: the builder's, else the host's. */
+    public Arch guestArch() {
+        return guestArch(host());
+    }
+
+    private Arch guestArch(HostInfo h) {
+        return guestArch != null ? guestArch : h.arch();
     }
 
     private AcceleratorChoice choose(SandboxConfig config, HostInfo h, GuestImage image) {
@@ -325,7 +337,7 @@ public final class QemuVmBackend implements SandboxBackend {
     private Plan plan(SandboxConfig config, TemplateMode mode) {
         VmStart.Target target = target(config);
         HostInfo h = target.host();
-        Arch guest = h.arch();
+        Arch guest = target.image().arch();
         QemuInstallation qemuInstall = target.qemu();
         GuestImage image = target.image();
         AcceleratorChoice accel = target.accel();
@@ -504,8 +516,9 @@ public final class QemuVmBackend implements SandboxBackend {
     /** The host, its QEMU, the verified image and the accelerator for {@code config}. */
     private VmStart.Target target(SandboxConfig config) {
         HostInfo h = host();
-        QemuInstallation qemuInstall = h.requireQemu(h.arch());
-        GuestImage image = image(h.arch());
+        Arch guest = guestArch(h);
+        QemuInstallation qemuInstall = h.requireQemu(guest);
+        GuestImage image = image(guest);
         return new VmStart.Target(h, qemuInstall, image, choose(config, h, image));
     }
 
@@ -540,8 +553,19 @@ public final class QemuVmBackend implements SandboxBackend {
         private Boolean useTemplates;
         private QemuUser qemuUser;
         private CgroupTree cgroupTree;
+        private Arch guestArch;
 
         private Builder() {
+        }
+
+        /**
+         * The guest architecture (default: the host's). Another architecture runs under TCG with
+         * that architecture's QEMU ({@code qemu-system-aarch64} for an aarch64 guest): what a
+         * release gate on an x86_64 host uses to prove the aarch64 image.
+         */
+        public Builder guestArch(Arch arch) {
+            this.guestArch = Objects.requireNonNull(arch, "arch");
+            return this;
         }
 
         /**

@@ -96,6 +96,19 @@ class QemuVmBackendTest {
     }
 
     @Test
+    void anotherGuestArchitectureNeedsItsOwnQemuAndSaysWhichToInstall() throws Exception {
+        try (QemuVmBackend backend = host.backend().templates(false)
+                .guestArch(io.qvm.protocol.image.Arch.AARCH64).build()) {
+            assertEquals(io.qvm.protocol.image.Arch.AARCH64, backend.guestArch());
+            HostSetupException e = assertThrows(HostSetupException.class,
+                    () -> backend.start(FakeQemuHost.config().build()));
+            assertEquals(HostSetupException.Problem.QEMU_NOT_FOUND, e.problem());
+            assertTrue(e.getMessage().contains("qemu-system-aarch64"), e.getMessage());
+            assertEquals(0, host.boots());
+        }
+    }
+
+    @Test
     void aWorkerThatDiesBeforeReadyIsRetriedOnceInAFreshVm() throws Exception {
         host.set("workerExitStatus", "134").set("failingBoots", "1");
         try (QemuVmBackend backend = host.backend().templates(false).build();

@@ -249,9 +249,16 @@ public final class Reliability {
         t.lost = lost.get();
         outcomes.forEach((k, v) -> t.outcomes.put(k, v.get()));
         t.notes.addAll(notes);
-        t.notes.add("host heap after GC: " + (heapBefore >> 20) + " MiB before, " + (usedHeapAfterGc() >> 20)
-                + " MiB after; open descriptors: " + fdsBefore + " before, " + openDescriptors() + " after");
-        return t.done(orphans(dir, socketsBefore));
+        long heapAfter = usedHeapAfterGc();
+        long fdsAfter = openDescriptors();
+        t.notes.add("host heap after GC: " + (heapBefore >> 20) + " MiB before, " + (heapAfter >> 20)
+                + " MiB after; open descriptors: " + fdsBefore + " before, " + fdsAfter + " after");
+        int leaks = leaks(heapBefore, heapAfter, fdsBefore, fdsAfter);
+        if (leaks > 0) {
+            t.notes.add("not flat: " + leaks + " leaked (descriptors past " + FD_SLACK + " more than at the start, "
+                    + "or the heap after GC grown by more than " + (HEAP_SLACK >> 20) + " MiB), counted as orphans");
+        }
+        return t.done(orphans(dir, socketsBefore) + leaks);
     }
 
     private Category fault(Options o) throws IOException {
@@ -348,6 +355,21 @@ public final class Reliability {
             }
         }
         return names;
+    }
+
+    /** Descriptors the JVM may open once and keep (a jar read for the first time) without a leak. */
+    static final int FD_SLACK = 8;
+    /** Heap growth after GC that is not a leak (caches warming up). */
+    static final long HEAP_SLACK = 64L << 20;
+
+    /**
+     * What the load left behind in this JVM: each descriptor open past {@link #FD_SLACK} more than at
+     * the start, plus one if the heap after GC grew by more than {@link #HEAP_SLACK}. A host that
+     * stays flat over the whole load scores 0.
+     */
+    static int leaks(long heapBefore, long heapAfter, long fdsBefore, long fdsAfter) {
+        long fds = Math.max(0, fdsAfter - fdsBefore - FD_SLACK);
+        return (int) Math.min(Integer.MAX_VALUE, fds + (heapAfter - heapBefore > HEAP_SLACK ? 1 : 0));
     }
 
     private static long usedHeapAfterGc() {
