@@ -15,30 +15,37 @@ import java.util.Objects;
  * @param imageTool builds and verifies guest images (normally {@link BuilderImageTool})
  * @param javaCommand the {@code java} binary a detached supervisor is started with
  * @param classPath the class path a detached supervisor is started with
+ * @param releaseTools what {@code qvm release} builds images with and gates them by (normally
+ *     {@link ReleaseTools#system()})
  */
 public record CliContext(Map<String, String> env, boolean interactive, ImageTool imageTool,
-        String javaCommand, String classPath) {
+        String javaCommand, String classPath, ReleaseTools releaseTools) {
 
     public CliContext {
         env = Map.copyOf(env);
         Objects.requireNonNull(imageTool, "imageTool");
         Objects.requireNonNull(javaCommand, "javaCommand");
         Objects.requireNonNull(classPath, "classPath");
+        Objects.requireNonNull(releaseTools, "releaseTools");
     }
 
     /** This process: its environment, its console, its class path and {@code java}. */
     public static CliContext system() {
         return new CliContext(System.getenv(), System.console() != null, new BuilderImageTool(),
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                System.getProperty("java.class.path"));
+                System.getProperty("java.class.path"), ReleaseTools.system());
     }
 
     public CliContext withEnv(Map<String, String> newEnv) {
-        return new CliContext(newEnv, interactive, imageTool, javaCommand, classPath);
+        return new CliContext(newEnv, interactive, imageTool, javaCommand, classPath, releaseTools);
     }
 
     public CliContext withImageTool(ImageTool tool) {
-        return new CliContext(env, interactive, tool, javaCommand, classPath);
+        return new CliContext(env, interactive, tool, javaCommand, classPath, releaseTools);
+    }
+
+    public CliContext withReleaseTools(ReleaseTools tools) {
+        return new CliContext(env, interactive, imageTool, javaCommand, classPath, tools);
     }
 
     /** The library's view of {@link #env}: every {@code QVM_*} variable and its default. */

@@ -27,6 +27,8 @@ public enum ExitCode {
     NOT_FOUND(7, "no such sandbox"),
     /** The guest image is missing or does not verify. */
     IMAGE(8, "the guest image is missing or does not verify (./qvm image build)"),
+    /** {@code qvm release}: a step failed (the report names it); nothing was published or installed. */
+    RELEASE_FAILED(9, "a release step failed; nothing was published"),
     /** Interrupted (Ctrl-C / SIGINT). */
     INTERRUPTED(130, "interrupted (Ctrl-C)");
 

@@ -7,18 +7,20 @@ import java.util.List;
 /**
  * The hostile share of the reliability run's load: one document per class the renderer must
  * refuse with a typed error and survive (the renderer's own corpus, {@code HostileCorpus}, has
- * many of each), and a slow but legitimate document for the fault category.
+ * many of each), and a slow but legitimate document for the fault category. The release gate
+ * ({@code io.qvm.release.HostGate}) renders the same cases through a staged image.
  */
-final class HostileDocuments {
+public final class HostileDocuments {
 
     /** A document and the error code it must get. */
-    record Case(String name, RenderRequest request, String expected) {
+    public record Case(String name, RenderRequest request, String expected) {
     }
 
     private HostileDocuments() {
     }
 
-    static List<Case> all() {
+    /** One case per class of refusal; the release gate renders them too. */
+    public static List<Case> all() {
         return List.of(
                 svg("xxe", "<?xml version='1.0'?><!DOCTYPE svg [<!ENTITY x SYSTEM 'file:///etc/passwd'>]>"
                         + "<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'><text>&x;</text></svg>",

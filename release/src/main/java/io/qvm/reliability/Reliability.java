@@ -343,8 +343,11 @@ public final class Reliability {
         return (int) (qemus + entries + sockets.size());
     }
 
-    /** The names in the runtime root of sockets (one directory per live sandbox). */
-    static java.util.Set<String> socketDirectories() {
+    /**
+     * The names in the runtime root of sockets (one directory per live sandbox); the release gate
+     * compares them before and after too.
+     */
+    public static java.util.Set<String> socketDirectories() {
         java.util.Set<String> names = new java.util.HashSet<>();
         Path root = io.qvm.backend.process.SocketPaths.defaultRuntimeRoot();
         if (Files.isDirectory(root)) {
@@ -403,7 +406,8 @@ public final class Reliability {
         }
     }
 
-    static byte[] resource(String name) {
+    /** A resource of the backend's package ({@code io/qvm/<name>}), e.g. {@code warmup/hello.svg}. */
+    public static byte[] resource(String name) {
         try (InputStream in = SandboxPool.class.getResourceAsStream(name)) {
             if (in == null) {
                 throw new IllegalStateException("missing resource io/qvm/" + name);

@@ -1,0 +1,113 @@
+package io.qvm.cli;
+
+import io.qvm.image.ImageInfo;
+import io.qvm.image.PackageLock;
+import io.qvm.protocol.image.Arch;
+import io.qvm.release.Release;
+import io.qvm.release.ReleaseReport;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code qvm release}: build both images from the lock, prove each reproducible, write their
+ * SBOMs, stage them, run the host gate on the staged files, and only then publish and install
+ * them (see {@link Release}). The report (text: release.md; {@code --json}: release.json, schema
+ * {@code qvm.release/1}) is printed either way; a failed release exits 9 and publishes nothing.
+ */
+@Command(name = "release", description = "Build the x86_64 and aarch64 images from the lock, check each is "
+        + "reproducible, write their SBOMs, stage them, prove them on this host (the gate boots them), and only then "
+        + "publish them to OUT/VERSION and install them into the local Maven repository.",
+        footer = {"", "Exit status 9 when a step failed: the report names it with its evidence; nothing was published "
+                + "or installed. JSON (--json): the contents of release.json, schema qvm.release/1 (docs/CONTRACTS.md, "
+                + "\"Release\")."})
+final class ReleaseCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    JsonOption json;
+
+    /**
+     * {@code --version} names the release here, so picocli does not give this command the
+     * inherited {@code --help}/{@code --version} pair: {@code --help} is declared again.
+     */
+    @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help message and exit.")
+    boolean help;
+
+    @Option(names = "--version", paramLabel = "V", description = "The release version (default: the project's, "
+            + "${DEFAULT-VALUE}).")
+    String version = Release.projectVersion();
+
+    @Option(names = "--out", paramLabel = "DIR", description = "Where VERSION/ is published (default out/release).")
+    Path out;
+
+    @Option(names = "--maven-repo", paramLabel = "DIR", description = "The local Maven repository to install into "
+            + "(default: -Dmaven.repo.local, else ~/.m2/repository).")
+    Path mavenRepo;
+
+    @Option(names = "--arch", paramLabel = "x86_64|aarch64", converter = ImageCommand.ArchConverter.class,
+            description = "Release only these architectures (repeatable; default: both).")
+    List<Arch> archs;
+
+    @Option(names = "--skip-reproduce", description = "Build each image once (no second build to compare): for a "
+            + "quick try only; the report says reproducibility was NOT checked.")
+    boolean skipReproduce;
+
+    @Option(names = "--worker-jar", paramLabel = "JAR", description = "The worker jar the images take (default: the "
+            + "checkout's renderer-worker/target/renderer-worker.jar).")
+    Path workerJar;
+
+    private final CliContext ctx;
+
+    ReleaseCommand(CliContext ctx) {
+        this.ctx = ctx;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        Progress progress = new Progress(spec.commandLine().getErr(), ctx.interactive() && !json.enabled());
+        Path outDir = out != null ? out.toAbsolutePath().normalize()
+                : ctx.imageRoot(null).getParent().resolve("release");
+        Path jar = workerJar != null ? workerJar.toAbsolutePath().normalize()
+                : ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
+        PackageLock lock = PackageLock.bundled();
+        String host = System.getProperty("os.name") + " " + System.getProperty("os.arch") + ", "
+                + Runtime.getRuntime().availableProcessors() + " cores";
+        Release.Builder b;
+        try {
+            b = Release.builder().version(version);
+        } catch (IllegalArgumentException e) {
+            throw new CliException(ExitCode.USAGE, "USAGE", e.getMessage(), "qvm release --help", e);
+        }
+        b.outDir(outDir).mavenRepository(mavenRepo).reproduce(!skipReproduce).lock(lock).workerJar(jar)
+                .images(ctx.releaseTools().images(lock, jar)).gate(ctx.releaseTools().gate(ctx))
+                .progress(progress::line).host(host);
+        if (archs != null && !archs.isEmpty()) {
+            b.archs(archs);
+        }
+        Release.Result r;
+        try {
+            r = b.build().run();
+        } finally {
+            progress.done();
+        }
+        PrintWriter o = spec.commandLine().getOut();
+        if (json.enabled()) {
+            o.println(Output.JSON.writeValueAsString(ReleaseReport.json(r, host)));
+        } else {
+            o.print(ReleaseReport.markdown(r, host));
+        }
+        o.flush();
+        r.failure().ifPresent(f -> spec.commandLine().getErr().println("qvm: release failed at " + f.name()
+                + "; nothing was published"));
+        return r.ok() ? ExitCode.OK.code() : ExitCode.RELEASE_FAILED.code();
+    }
+}

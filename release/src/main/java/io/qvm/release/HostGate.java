@@ -1,0 +1,358 @@
+package io.qvm.release;
+
+import io.qvm.BootReport;
+import io.qvm.QemuVmBackend;
+import io.qvm.RenderFailedException;
+import io.qvm.Sandbox;
+import io.qvm.SandboxConfig;
+import io.qvm.backend.template.Template;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
+import io.qvm.protocol.WorkerStatus;
+import io.qvm.protocol.image.Arch;
+import io.qvm.protocol.util.FileTrees;
+import io.qvm.reliability.HostileDocuments;
+import io.qvm.reliability.Reliability;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+
+/**
+ * The product's gate: the staged images booted on this host with the real backend, the way a
+ * server uses them. The image of the host's own architecture gets the host end-to-end suite
+ * under the best accelerator the host has; an image of another architecture (aarch64 on an x86_64
+ * host) boots under TCG with its own {@code qemu-system-<arch>} and gets the short one.
+ *
+ * <p>Steps of the host's architecture, named {@code <arch>:<step>}:
+ * <ol>
+ * <li>{@code boot}: a cold boot (no template) to the worker's READY — the boot phases and READY
+ *     time are the report's;</li>
+ * <li>{@code handshake}: READY answered the backend's HELLO (its nonce), and the worker answers
+ *     a STATUS request;</li>
+ * <li>{@code render-corpus}: the ordinary documents render (a PNG of the expected size), every
+ *     hostile document of {@link HostileDocuments} is refused with its typed error, and the same
+ *     sandbox is alive after all of them;</li>
+ * <li>{@code clone}: a template of the staged image is built (in a directory of this gate, never
+ *     the user's), a sandbox restored from it renders;</li>
+ * <li>{@code stop}: both sandboxes close, their QEMUs exit;</li>
+ * <li>{@code nothing-left}: no QEMU child of this JVM, no process naming the gate's state
+ *     directory, no sandbox state entry, no new socket directory in the runtime root.</li>
+ * </ol>
+ * Another architecture: {@code boot}, {@code handshake}, {@code render-svg}
+ * ({@code samples/hello.svg}), {@code render-pdf} ({@code samples/hello.pdf}), {@code stop},
+ * {@code nothing-left}.
+ *
+ * <p>The first failed step ends the gate (the next architecture is not booted), after its
+ * sandboxes are closed and {@code nothing-left} has been checked and recorded.
+ */
+public final class HostGate implements ReleaseGate {
+
+    /**
+     * How the gate runs.
+     *
+     * @param backends a fresh backend builder (the gate sets the image, state, template and
+     *     guest-architecture settings and the progress)
+     * @param nativeConfig the sandboxes of the host's own architecture
+     * @param crossConfig the sandboxes of another architecture (TCG: longer deadlines)
+     * @param stopTimeout how long a stopped QEMU may take to exit, and leftovers to go
+     */
+    public record Options(Supplier<QemuVmBackend.Builder> backends, SandboxConfig nativeConfig,
+            SandboxConfig crossConfig, Duration stopTimeout) {
+        public Options {
+            Objects.requireNonNull(backends, "backends");
+            Objects.requireNonNull(nativeConfig, "nativeConfig");
+            Objects.requireNonNull(crossConfig, "crossConfig");
+            Objects.requireNonNull(stopTimeout, "stopTimeout");
+        }
+
+        /** The system's backend, deadlines generous enough for TCG on a busy 2-core host. */
+        public static Options defaults() {
+            return new Options(QemuVmBackend::builder,
+                    SandboxConfig.builder().bootTimeout(Duration.ofMinutes(6)).requestTimeout(Duration.ofMinutes(3))
+                            .build(),
+                    SandboxConfig.builder().bootTimeout(Duration.ofMinutes(12)).requestTimeout(Duration.ofMinutes(5))
+                            .build(),
+                    Duration.ofMinutes(1));
+        }
+    }
+
+    private final Options options;
+
+    public HostGate(Options options) {
+        this.options = Objects.requireNonNull(options, "options");
+    }
+
+    @Override
+    public String name() {
+        return "host";
+    }
+
+    @Override
+    public GateResult run(StagedImages images, Consumer<String> progress) {
+        Arch host = Arch.fromOsArch(System.getProperty("os.arch")).orElse(null);
+        List<ReleaseStep> steps = new ArrayList<>();
+        List<GateResult.Boot> boots = new ArrayList<>();
+        for (Arch arch : images.archs()) {
+            boolean ok = new ArchRun(images, arch, arch == host, progress, steps, boots).run();
+            if (!ok) {
+                break;
+            }
+        }
+        return new GateResult(name(), steps, boots);
+    }
+
+    /** The steps of one architecture. */
+    private final class ArchRun {
+        final StagedImages images;
+        final Arch arch;
+        final boolean full;
+        final Consumer<String> progress;
+        final List<ReleaseStep> steps;
+        final List<GateResult.Boot> boots;
+        final SandboxConfig config;
+        final List<QemuVmBackend> backends = new ArrayList<>();
+        final List<Sandbox> sandboxes = new ArrayList<>();
+        Path state;
+        Set<String> socketsBefore;
+
+        ArchRun(StagedImages images, Arch arch, boolean full, Consumer<String> progress, List<ReleaseStep> steps,
+                List<GateResult.Boot> boots) {
+            this.images = images;
+            this.arch = arch;
+            this.full = full;
+            this.progress = progress;
+            this.steps = steps;
+            this.boots = boots;
+            this.config = full ? options.nativeConfig() : options.crossConfig();
+        }
+
+        boolean run() {
+            boolean ok = false;
+            try {
+                state = Files.createTempDirectory("qvm-gate-" + arch.id() + "-");
+                socketsBefore = Reliability.socketDirectories();
+                ok = step("boot", this::boot)
+                        && step("handshake", this::handshake)
+                        && (full ? step("render-corpus", this::renderCorpus)
+                                : step("render-svg", () -> render("hello.svg", RenderRequest.svg(
+                                        Reliability.resource("warmup/hello.svg"))))
+                                && step("render-pdf", () -> render("hello.pdf", RenderRequest.pdf(
+                                        Reliability.resource("warmup/hello.pdf")))))
+                        && (!full || step("clone", this::cloneFromTemplate))
+                        && step("stop", this::stop);
+            } catch (IOException e) {
+                steps.add(ReleaseStep.failed(arch.id() + ":boot", 0, "cannot create the gate's state directory: " + e));
+            } finally {
+                closeAll();
+                if (state != null) {
+                    ok &= step("nothing-left", this::nothingLeft);
+                    FileTrees.deleteQuietly(state);
+                }
+            }
+            return ok;
+        }
+
+        boolean step(String name, Supplier<String> body) {
+            String full = arch.id() + ":" + name;
+            progress.accept(full + " …");
+            long t0 = System.nanoTime();
+            ReleaseStep s;
+            try {
+                String evidence = body.get();
+                s = ReleaseStep.passed(full, (System.nanoTime() - t0) / 1_000_000, evidence);
+            } catch (RuntimeException e) {
+                s = ReleaseStep.failed(full, (System.nanoTime() - t0) / 1_000_000,
+                        e.getClass().getSimpleName() + ": " + e.getMessage());
+            }
+            steps.add(s);
+            progress.accept((s.ok() ? "ok " : "FAILED ") + full);
+            return s.ok();
+        }
+
+        QemuVmBackend backend(boolean templates) {
+            QemuVmBackend.Builder b = options.backends().get().imageDir(images.root()).guestArch(arch)
+                    .stateDirectory(state.resolve(templates ? "clones" : "cold")).templates(templates)
+                    .progress(line -> progress.accept(arch.id() + ": " + line));
+            if (templates) {
+                b.templateDirectory(state.resolve("templates"));
+            }
+            QemuVmBackend backend = b.build();
+            backends.add(backend);
+            return backend;
+        }
+
+        Sandbox first() {
+            return sandboxes.get(0);
+        }
+
+        String boot() {
+            Sandbox s = backend(false).start(config);
+            sandboxes.add(s);
+            BootReport r = s.bootReport();
+            List<GateResult.Phase> phases = new ArrayList<>();
+            for (Map.Entry<String, Duration> p : r.phases().entrySet()) {
+                phases.add(new GateResult.Phase(p.getKey(), p.getValue().toMillis()));
+            }
+            boots.add(new GateResult.Boot(arch, r.accelerator(), r.machine(), phases, r.total().toMillis()));
+            return "READY after " + r.total().toMillis() + " ms on " + r.accelerator() + " (" + r.machine() + ", "
+                    + r.transport() + "); phases " + phases + (r.notes().isEmpty() ? "" : "; notes " + r.notes());
+        }
+
+        String handshake() {
+            Sandbox s = first();
+            if (s.bootReport().phase("worker-ready").isEmpty()) {
+                throw new ReleaseException("the boot report has no worker-ready phase: " + s.bootReport());
+            }
+            WorkerStatus st = s.status();
+            if (st.requestsServed() < 0 || st.random() == null) {
+                throw new ReleaseException("the worker's STATUS answer is not sound: " + st);
+            }
+            return "READY answered the HELLO; STATUS: " + st;
+        }
+
+        String render(String name, RenderRequest request) {
+            RenderResult r = first().render(request);
+            if (r.width() <= 0 || r.height() <= 0 || r.png().length == 0) {
+                throw new ReleaseException(name + " rendered to an empty image: " + r);
+            }
+            return name + " → " + r.width() + "x" + r.height() + " PNG, " + r.png().length + " bytes in "
+                    + r.renderMillis() + " ms";
+        }
+
+        String renderCorpus() {
+            List<String> seen = new ArrayList<>();
+            seen.add(render("hello.svg", RenderRequest.svg(Reliability.resource("warmup/hello.svg"))));
+            seen.add(render("hello.pdf", RenderRequest.pdf(Reliability.resource("warmup/hello.pdf"))));
+            for (HostileDocuments.Case c : HostileDocuments.all()) {
+                String got;
+                try {
+                    RenderResult r = first().render(c.request());
+                    got = "rendered " + r.width() + "x" + r.height();
+                } catch (RenderFailedException e) {
+                    got = e.code().name();
+                }
+                if (!got.equals(c.expected())) {
+                    throw new ReleaseException("hostile document " + c.name() + " must be refused with "
+                            + c.expected() + ", got " + got + " (so far: " + seen + ")");
+                }
+                seen.add(c.name() + " → " + got);
+            }
+            if (!first().isAlive()) {
+                throw new ReleaseException("the sandbox did not survive the corpus: " + seen);
+            }
+            return seen.size() + " documents, the same sandbox throughout: " + String.join("; ", seen);
+        }
+
+        String cloneFromTemplate() {
+            QemuVmBackend b = backend(true);
+            Template t = b.buildTemplate(config);
+            Sandbox clone = b.start(config);
+            sandboxes.add(clone);
+            if (!clone.bootReport().restored()) {
+                throw new ReleaseException("the sandbox was not restored from template " + t.id() + " but cold-booted: "
+                        + clone.bootReport());
+            }
+            RenderResult r = clone.render(RenderRequest.svg(Reliability.resource("warmup/hello.svg")));
+            return "template " + t.id() + " (" + t.mode() + "); clone " + clone.id() + " ready after "
+                    + clone.bootReport().total().toMillis() + " ms, rendered hello.svg " + r.width() + "x" + r.height();
+        }
+
+        String stop() {
+            List<String> out = new ArrayList<>();
+            for (Sandbox s : sandboxes) {
+                long t0 = System.nanoTime();
+                s.close();
+                try {
+                    s.onExit().get(options.stopTimeout().toMillis(), TimeUnit.MILLISECONDS);
+                } catch (Exception e) {
+                    throw new ReleaseException("sandbox " + s.id() + " did not stop within " + options.stopTimeout()
+                            + ": " + e);
+                }
+                out.add(s.id() + " stopped in " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+            }
+            return String.join("; ", out);
+        }
+
+        void closeAll() {
+            for (Sandbox s : sandboxes) {
+                try {
+                    s.close();
+                } catch (RuntimeException e) {
+                    progress.accept(arch.id() + ": closing " + s.id() + ": " + e);
+                }
+            }
+            for (QemuVmBackend b : backends) {
+                try {
+                    b.close();
+                } catch (RuntimeException e) {
+                    progress.accept(arch.id() + ": closing the backend: " + e);
+                }
+            }
+        }
+
+        /** Waits up to the stop timeout for leftovers to go; what is still there is killed and named. */
+        String nothingLeft() {
+            long deadline = System.nanoTime() + options.stopTimeout().toNanos();
+            List<String> left = leftovers();
+            while (!left.isEmpty() && System.nanoTime() < deadline) {
+                try {
+                    Thread.sleep(200);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+                left = leftovers();
+            }
+            if (!left.isEmpty()) {
+                killLeftoverProcesses();
+                throw new ReleaseException("left running or behind after the gate: " + left);
+            }
+            return "no QEMU child, no process naming " + state + ", no sandbox state entry, no new socket directory";
+        }
+
+        List<String> leftovers() {
+            List<String> out = new ArrayList<>();
+            ProcessHandle.current().descendants().filter(p -> p.isAlive() && command(p).contains("qemu-system"))
+                    .forEach(p -> out.add("QEMU child pid " + p.pid()));
+            String marker = state.toAbsolutePath().toString();
+            ProcessHandle.allProcesses().filter(p -> p.pid() != ProcessHandle.current().pid())
+                    .filter(p -> p.isAlive() && command(p).contains(marker))
+                    .forEach(p -> out.add("pid " + p.pid() + " naming " + marker));
+            for (String dir : List.of("cold", "clones")) {
+                Path sandboxesDir = state.resolve(dir).resolve("sandboxes");
+                if (Files.isDirectory(sandboxesDir)) {
+                    try (Stream<Path> s = Files.list(sandboxesDir)) {
+                        s.forEach(p -> out.add("state entry " + p));
+                    } catch (IOException e) {
+                        out.add("unreadable " + sandboxesDir + ": " + e);
+                    }
+                }
+            }
+            Set<String> sockets = Reliability.socketDirectories();
+            sockets.removeAll(socketsBefore);
+            sockets.forEach(s -> out.add("socket directory " + s));
+            return out;
+        }
+
+        void killLeftoverProcesses() {
+            String marker = state.toAbsolutePath().toString();
+            ProcessHandle.allProcesses().filter(p -> p.pid() != ProcessHandle.current().pid())
+                    .filter(p -> command(p).contains(marker))
+                    .forEach(ProcessHandle::destroyForcibly);
+        }
+    }
+
+    private static String command(ProcessHandle p) {
+        return p.info().commandLine().orElse("");
+    }
+}
