@@ -8,6 +8,7 @@ import io.qvm.protocol.image.ImageManifest;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Date;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -39,8 +40,8 @@ import org.cyclonedx.parsers.JsonParser;
  *     recorded them (versions, purls, hashes, licences; {@link WorkerBom}), with their dependency
  *     graph.</li>
  * </ul>
- * The same image gives the same bytes: no timestamp, a serial number derived from the image's
- * hashes.
+ * The same image gives the same bytes: the timestamp is the image's {@code source_date_epoch},
+ * the serial number a name-based UUID of the image's hashes.
  */
 public final class ImageSbom {
 
@@ -90,6 +91,8 @@ public final class ImageSbom {
                 + hashes(in.manifest())).getBytes(StandardCharsets.UTF_8)));
         Component image = imageComponent(in);
         Metadata metadata = new Metadata();
+        // The image's own time (SOURCE_DATE_EPOCH, 0 by default), not the clock's: same image, same bytes.
+        metadata.setTimestamp(new Date(in.manifest().sourceDateEpoch() * 1000L));
         metadata.setComponent(image);
         bom.setMetadata(metadata);
 

@@ -35,6 +35,7 @@ public final class WorkerBoms {
         Bom bom = new Bom();
         Component worker = maven("io.qvm", "qvm-renderer-worker", "0.1.0-SNAPSHOT", null);
         Metadata m = new Metadata();
+        m.setTimestamp(null);
         m.setComponent(worker);
         bom.setMetadata(m);
         Dependency root = new Dependency(worker.getBomRef());

@@ -54,4 +54,37 @@ class ShadedJarTest {
             assertFalse(w.stderr().contains("warm-up"), "warm-up worked from the jar: " + w.stderr());
         }
     }
+
+    /**
+     * The BOM cyclonedx-maven-plugin wrote for the runtime closure (execution worker-bom) is packed
+     * into the jar, where the release reads it from inside the image (io.qvm.release.WorkerBom):
+     * every artifact with its version and SHA-256, no test or provided scope.
+     */
+    @Test
+    void theJarCarriesTheBomOfItsClosure() throws Exception {
+        com.fasterxml.jackson.databind.JsonNode bom;
+        try (java.util.zip.ZipFile jar = new java.util.zip.ZipFile(ChildWorker.shadedJar().toFile())) {
+            java.util.zip.ZipEntry e = jar.getEntry("META-INF/qvm/worker.cdx.json");
+            assertTrue(e != null, "the jar has META-INF/qvm/worker.cdx.json");
+            bom = new com.fasterxml.jackson.databind.ObjectMapper().readTree(jar.getInputStream(e));
+        }
+        assertEquals("CycloneDX", bom.path("bomFormat").asText());
+        assertEquals("qvm-renderer-worker", bom.path("metadata").path("component").path("name").asText());
+        java.util.Map<String, String> versions = new java.util.TreeMap<>();
+        for (com.fasterxml.jackson.databind.JsonNode c : bom.path("components")) {
+            versions.put(c.path("group").asText() + ":" + c.path("name").asText(), c.path("version").asText());
+            boolean sha256 = false;
+            for (com.fasterxml.jackson.databind.JsonNode h : c.path("hashes")) {
+                sha256 |= h.path("alg").asText().equals("SHA-256") && h.path("content").asText().matches("[0-9a-f]{64}");
+            }
+            assertTrue(sha256, "a SHA-256 for " + c);
+            assertNotEquals("test", c.path("scope").asText(), c.toString());
+        }
+        for (String a : new String[] {"io.qvm:qvm-protocol", "org.apache.pdfbox:pdfbox", "org.apache.xmlgraphics:batik-transcoder",
+            "com.fasterxml.jackson.core:jackson-databind"}) {
+            assertTrue(versions.containsKey(a), a + " in " + versions);
+        }
+        assertFalse(versions.keySet().stream().anyMatch(k -> k.startsWith("org.junit") || k.contains("jazzer")),
+                "no test dependency: " + versions);
+    }
 }
