@@ -74,8 +74,8 @@ public final class Release {
      * One architecture as released.
      *
      * @param arch the architecture
-     * @param sizes staged file → bytes
-     * @param sha256 staged file → SHA-256
+     * @param sizes staged file → bytes, by name
+     * @param sha256 staged file → SHA-256, by name
      * @param debianPackages Debian packages in its SBOM
      * @param licensedPackages of those, how many name a licence
      * @param mavenArtifacts Maven artifacts in its SBOM (the worker jar and its closure)
@@ -83,8 +83,8 @@ public final class Release {
     public record ArchSummary(Arch arch, Map<String, Long> sizes, Map<String, String> sha256, int debianPackages,
             int licensedPackages, int mavenArtifacts) {
         public ArchSummary {
-            sizes = Map.copyOf(sizes);
-            sha256 = Map.copyOf(sha256);
+            sizes = java.util.Collections.unmodifiableMap(new java.util.TreeMap<>(sizes));
+            sha256 = java.util.Collections.unmodifiableMap(new java.util.TreeMap<>(sha256));
         }
     }
 
@@ -432,7 +432,10 @@ public final class Release {
                     Path zip = dir.resolve(MavenInstaller.ARTIFACT + "-" + version + "-" + a.id() + ".zip");
                     ImageZip.write(published.resolve(a.id()), zip);
                     zips.put(a, zip);
-                    manifests.put(a, published.resolve(a.id()).resolve(ImageDirectory.MANIFEST));
+                    // A copy: Resolver may hard-link what it installs, and the published file stays its own.
+                    Path manifest = dir.resolve(MavenInstaller.ARTIFACT + "-" + version + "-" + a.id() + ".json");
+                    Files.copy(published.resolve(a.id()).resolve(ImageDirectory.MANIFEST), manifest);
+                    manifests.put(a, manifest);
                 }
                 installed = MavenInstaller.install(mavenRepo, version, pom, zips, manifests);
             } catch (IOException e) {

@@ -1,0 +1,93 @@
+package io.qvm.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.qvm.image.PackageLock;
+import io.qvm.release.ImageFactory;
+import io.qvm.release.ReleaseGate;
+import io.qvm.release.ScriptedGate;
+import io.qvm.release.SyntheticImages;
+import io.qvm.release.WorkerBoms;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code qvm release} through the CLI's one factory, with a synthetic image build and a scripted
+ * gate: a release that passes publishes and exits 0 with the report; one whose gate fails exits 9,
+ * prints the report naming the step, and publishes nothing; a bad version is a usage error.
+ */
+@Tag("unit")
+class ReleaseCommandTest {
+
+    @TempDir
+    Path tmp;
+
+    CliContext context(ReleaseGate gate) {
+        return CliRun.context(tmp.resolve("state"), tmp.resolve("images"), new FakeImageTool())
+                .withReleaseTools(new ReleaseTools() {
+                    @Override
+                    public ImageFactory images(PackageLock lock, Path workerJar) {
+                        return new SyntheticImages(lock);
+                    }
+
+                    @Override
+                    public ReleaseGate gate(CliContext ctx) {
+                        return gate;
+                    }
+                });
+    }
+
+    String[] args(String... more) throws Exception {
+        Path jar = Files.write(tmp.resolve("worker.jar"), WorkerBoms.jar(WorkerBoms.bom(false)));
+        String[] base = {"release", "--version", "2.0.0", "--out", tmp.resolve("out").toString(), "--maven-repo",
+            tmp.resolve("m2").toString(), "--worker-jar", jar.toString()};
+        String[] all = new String[base.length + more.length];
+        System.arraycopy(base, 0, all, 0, base.length);
+        System.arraycopy(more, 0, all, base.length, more.length);
+        return all;
+    }
+
+    @Test
+    void aPassingReleasePublishesAndPrintsItsReport() throws Exception {
+        CliRun.Result r = CliRun.run(context(ScriptedGate.passing()), args("--json"));
+        assertEquals(0, r.exit(), r.toString());
+        JsonNode j = r.json();
+        assertEquals("qvm.release/1", j.path("schema").asText());
+        assertTrue(j.path("ok").asBoolean());
+        assertEquals("2.0.0", j.path("version").asText());
+        assertEquals(tmp.resolve("out/2.0.0").toString(), j.path("published").asText());
+        assertEquals(2, j.path("architectures").size());
+        assertTrue(Files.isRegularFile(tmp.resolve("out/2.0.0/release.md")));
+        assertTrue(Files.isRegularFile(tmp.resolve("m2/io/qvm/qvm-image/2.0.0/qvm-image-2.0.0-aarch64.zip")));
+        assertTrue(r.err().contains("[qvm] ok gate:") || r.err().contains("[qvm] ok gate "), r.err());
+        assertTrue(r.err().contains("[qvm] ok report"), r.err());
+    }
+
+    @Test
+    void aFailedGateExitsNineWithTheStepAndPublishesNothing() throws Exception {
+        CliRun.Result r = CliRun.run(context(new ScriptedGate("x86_64:render", null)), args("--arch", "x86_64"));
+        assertEquals(9, r.exit(), r.toString());
+        assertTrue(r.out().contains("**NOT published**") && r.out().contains("step `gate:x86_64:render` failed")
+                && r.out().contains("hello.pdf: PARSE_ERROR"), r.out());
+        assertTrue(r.err().contains("qvm: release failed at gate:x86_64:render; nothing was published"), r.err());
+        assertFalse(Files.exists(tmp.resolve("out/2.0.0")));
+        assertFalse(Files.exists(tmp.resolve("m2")));
+    }
+
+    @Test
+    void aVersionThatIsNoPathSegmentIsAUsageError() throws Exception {
+        CliRun.Result r = CliRun.run(context(ScriptedGate.passing()), "release", "--version", "../up", "--out",
+                tmp.resolve("out").toString());
+        assertEquals(2, r.exit(), r.toString());
+        assertTrue(r.err().contains("a release version is"), r.err());
+        CliRun.Result help = CliRun.run(context(ScriptedGate.passing()), "release", "--help");
+        assertEquals(0, help.exit(), help.toString());
+        assertTrue(help.out().contains("--skip-reproduce"), help.out());
+    }
+}
