@@ -18,14 +18,15 @@ import java.util.Properties;
  * the real layout and checksums, and state, runtime and template directories of its own. The
  * backend it builds uses all of it through its real code paths — the host probe runs the script's
  * {@code --version} and {@code -accel help}, the launcher starts it as a process, the sandbox
- * talks QMP, the worker protocol and the control protocol to it.
+ * talks QMP, the worker protocol and the control protocol to it. Public, in this module's test-jar,
+ * for the release gate's tests (io.qvm.release.HostGateTest) too.
  */
-final class FakeQemuHost {
+public final class FakeQemuHost {
 
     private final Path root;
     private final Properties scenario = new Properties();
 
-    FakeQemuHost(Path root) throws IOException {
+    public FakeQemuHost(Path root) throws IOException {
         this.root = root;
         Path bin = Files.createDirectories(root.resolve("bin"));
         Path qemu = bin.resolve("qemu-system-x86_64");
@@ -42,25 +43,25 @@ final class FakeQemuHost {
     }
 
     /** Sets one scenario key for every later start (see {@link FakeQemu}). */
-    FakeQemuHost set(String key, String value) throws IOException {
+    public FakeQemuHost set(String key, String value) throws IOException {
         scenario.setProperty(key, value);
         saveScenario();
         return this;
     }
 
     /** How many sandboxes the fake QEMU has played so far. */
-    int boots() throws IOException {
+    public int boots() throws IOException {
         Path counter = root.resolve("boots");
         return Files.exists(counter) ? Integer.parseInt(Files.readString(counter).strip()) : 0;
     }
 
     /** The command line of the last sandbox the fake QEMU played. */
-    java.util.List<String> lastArgv() throws IOException {
+    public java.util.List<String> lastArgv() throws IOException {
         return Files.readAllLines(root.resolve("argv"));
     }
 
     /** Every fake QEMU process that played a sandbox (its pid), alive or not. */
-    java.util.List<ProcessHandle> processes() throws IOException {
+    public java.util.List<ProcessHandle> processes() throws IOException {
         Path pids = root.resolve("pids");
         if (!Files.exists(pids)) {
             return java.util.List.of();
@@ -69,20 +70,20 @@ final class FakeQemuHost {
                 .map(l -> ProcessHandle.of(Long.parseLong(l.strip()))).flatMap(java.util.Optional::stream).toList();
     }
 
-    Path stateRoot() {
+    public Path stateRoot() {
         return root.resolve("state");
     }
 
-    Path runtimeRoot() {
+    public Path runtimeRoot() {
         return root.resolve("run");
     }
 
-    Path templateRoot() {
+    public Path templateRoot() {
         return root.resolve("templates");
     }
 
     /** A cgroup v2 root of this host's own, laid out like cgroupfs (the real one is not a test's to change). */
-    Path cgroupRoot() {
+    public Path cgroupRoot() {
         return root.resolve("cgroup");
     }
 
@@ -91,12 +92,12 @@ final class FakeQemuHost {
      * kept as the test's user (a JVM cannot drop its uid the way QEMU's {@code -runas} does; the
      * tests run as root too, and a root host's policy is tested with {@link #backendAsRoot}).
      */
-    QemuVmBackend.Builder backend() {
+    public QemuVmBackend.Builder backend() {
         return backendAsRoot(io.qvm.backend.process.QemuUser.of(1000, "qvm", name -> java.util.Optional.empty()));
     }
 
     /** {@link #backend()} with QEMU's user chosen by {@code user} (e.g. a root host's). */
-    QemuVmBackend.Builder backendAsRoot(io.qvm.backend.process.QemuUser user) {
+    public QemuVmBackend.Builder backendAsRoot(io.qvm.backend.process.QemuUser user) {
         // Only the fake counts: a real qemu-system-* in /usr/bin must not be probed (this is a unit test).
         QemuLocator locator = new QemuLocator(HostOs.LINUX, Map.of("QVM_QEMU", root.resolve("bin").toString()),
                 p -> p.startsWith(root) && Files.isRegularFile(p) && Files.isExecutable(p));
@@ -107,7 +108,7 @@ final class FakeQemuHost {
     }
 
     /** A config for this host: TCG (so no probe of /dev/kvm decides), deadlines that fit a test. */
-    static SandboxConfig.Builder config() {
+    public static SandboxConfig.Builder config() {
         return SandboxConfig.builder().accelerator(Accelerator.TCG).vcpus(1)
                 .bootTimeout(java.time.Duration.ofSeconds(60));
     }

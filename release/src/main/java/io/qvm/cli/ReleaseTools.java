@@ -32,10 +32,8 @@ public interface ReleaseTools {
 
             @Override
             public ReleaseGate gate(CliContext ctx) {
-                HostGate.Options d = HostGate.Options.defaults();
-                return new HostGate(new HostGate.Options(
-                        () -> QemuVmBackend.builder().qemuUser(QemuUser.system(ctx.qvmEnv())),
-                        d.nativeConfig(), d.crossConfig(), d.stopTimeout()));
+                return new HostGate(HostGate.Options.defaults().withBackends(
+                        () -> QemuVmBackend.builder().qemuUser(QemuUser.system(ctx.qvmEnv()))));
             }
         };
     }

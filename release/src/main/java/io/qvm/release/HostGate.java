@@ -5,6 +5,7 @@ import io.qvm.QemuVmBackend;
 import io.qvm.RenderFailedException;
 import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
+import io.qvm.backend.process.SocketPaths;
 import io.qvm.backend.template.Template;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
@@ -31,7 +32,8 @@ import java.util.stream.Stream;
  * The product's gate: the staged images booted on this host with the real backend, the way a
  * server uses them. The image of the host's own architecture gets the host end-to-end suite
  * under the best accelerator the host has; an image of another architecture (aarch64 on an x86_64
- * host) boots under TCG with its own {@code qemu-system-<arch>} and gets the short one.
+ * host) boots under TCG with its own {@code qemu-system-<arch>} and gets the short one
+ * ({@link Options#fullSuite()} says which gets which).
  *
  * <p>Steps of the host's architecture, named {@code <arch>:<step>}:
  * <ol>
@@ -65,24 +67,39 @@ public final class HostGate implements ReleaseGate {
      * @param nativeConfig the sandboxes of the host's own architecture
      * @param crossConfig the sandboxes of another architecture (TCG: longer deadlines)
      * @param stopTimeout how long a stopped QEMU may take to exit, and leftovers to go
+     * @param fullSuite the architectures that get the host suite (default: the host's own); the
+     *     others get the short one
+     * @param runtimeRoot where the backend puts sockets (one directory per sandbox): the gate
+     *     sets it on the backend and checks it is left as it was
      */
     public record Options(Supplier<QemuVmBackend.Builder> backends, SandboxConfig nativeConfig,
-            SandboxConfig crossConfig, Duration stopTimeout) {
+            SandboxConfig crossConfig, Duration stopTimeout, Set<Arch> fullSuite, Path runtimeRoot) {
         public Options {
             Objects.requireNonNull(backends, "backends");
             Objects.requireNonNull(nativeConfig, "nativeConfig");
             Objects.requireNonNull(crossConfig, "crossConfig");
             Objects.requireNonNull(stopTimeout, "stopTimeout");
+            fullSuite = Set.copyOf(fullSuite);
+            Objects.requireNonNull(runtimeRoot, "runtimeRoot");
         }
 
-        /** The system's backend, deadlines generous enough for TCG on a busy 2-core host. */
+        /**
+         * The system's backend, deadlines generous enough for TCG on a busy 2-core host, the host
+         * suite for the host's architecture, the runtime root of {@link SocketPaths#defaultRuntimeRoot()}.
+         */
         public static Options defaults() {
             return new Options(QemuVmBackend::builder,
                     SandboxConfig.builder().bootTimeout(Duration.ofMinutes(6)).requestTimeout(Duration.ofMinutes(3))
                             .build(),
                     SandboxConfig.builder().bootTimeout(Duration.ofMinutes(12)).requestTimeout(Duration.ofMinutes(5))
                             .build(),
-                    Duration.ofMinutes(1));
+                    Duration.ofMinutes(1), Arch.fromOsArch(System.getProperty("os.arch")).map(Set::of).orElse(Set.of()),
+                    SocketPaths.defaultRuntimeRoot());
+        }
+
+        /** These options with {@code backends} instead. */
+        public Options withBackends(Supplier<QemuVmBackend.Builder> b) {
+            return new Options(b, nativeConfig, crossConfig, stopTimeout, fullSuite, runtimeRoot);
         }
     }
 
@@ -99,11 +116,10 @@ public final class HostGate implements ReleaseGate {
 
     @Override
     public GateResult run(StagedImages images, Consumer<String> progress) {
-        Arch host = Arch.fromOsArch(System.getProperty("os.arch")).orElse(null);
         List<ReleaseStep> steps = new ArrayList<>();
         List<GateResult.Boot> boots = new ArrayList<>();
         for (Arch arch : images.archs()) {
-            boolean ok = new ArchRun(images, arch, arch == host, progress, steps, boots).run();
+            boolean ok = new ArchRun(images, arch, options.fullSuite().contains(arch), progress, steps, boots).run();
             if (!ok) {
                 break;
             }
@@ -140,7 +156,7 @@ public final class HostGate implements ReleaseGate {
             boolean ok = false;
             try {
                 state = Files.createTempDirectory("qvm-gate-" + arch.id() + "-");
-                socketsBefore = Reliability.socketDirectories();
+                socketsBefore = socketDirectories();
                 ok = step("boot", this::boot)
                         && step("handshake", this::handshake)
                         && (full ? step("render-corpus", this::renderCorpus)
@@ -181,6 +197,7 @@ public final class HostGate implements ReleaseGate {
 
         QemuVmBackend backend(boolean templates) {
             QemuVmBackend.Builder b = options.backends().get().imageDir(images.root()).guestArch(arch)
+                    .runtimeDirectory(options.runtimeRoot())
                     .stateDirectory(state.resolve(templates ? "clones" : "cold")).templates(templates)
                     .progress(line -> progress.accept(arch.id() + ": " + line));
             if (templates) {
@@ -338,7 +355,7 @@ public final class HostGate implements ReleaseGate {
                     }
                 }
             }
-            Set<String> sockets = Reliability.socketDirectories();
+            Set<String> sockets = socketDirectories();
             sockets.removeAll(socketsBefore);
             sockets.forEach(s -> out.add("socket directory " + s));
             return out;
@@ -350,6 +367,19 @@ public final class HostGate implements ReleaseGate {
                     .filter(p -> command(p).contains(marker))
                     .forEach(ProcessHandle::destroyForcibly);
         }
+    }
+
+    /** The names in the runtime root (one directory per live sandbox). */
+    private Set<String> socketDirectories() {
+        Set<String> names = new java.util.TreeSet<>();
+        if (Files.isDirectory(options.runtimeRoot())) {
+            try (Stream<Path> s = Files.list(options.runtimeRoot())) {
+                s.forEach(p -> names.add(p.getFileName().toString()));
+            } catch (IOException e) {
+                names.add("(unreadable: " + e.getMessage() + ")");
+            }
+        }
+        return names;
     }
 
     private static String command(ProcessHandle p) {

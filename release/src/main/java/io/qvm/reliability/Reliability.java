@@ -343,11 +343,8 @@ public final class Reliability {
         return (int) (qemus + entries + sockets.size());
     }
 
-    /**
-     * The names in the runtime root of sockets (one directory per live sandbox); the release gate
-     * compares them before and after too.
-     */
-    public static java.util.Set<String> socketDirectories() {
+    /** The names in the runtime root of sockets (one directory per live sandbox). */
+    static java.util.Set<String> socketDirectories() {
         java.util.Set<String> names = new java.util.HashSet<>();
         Path root = io.qvm.backend.process.SocketPaths.defaultRuntimeRoot();
         if (Files.isDirectory(root)) {
