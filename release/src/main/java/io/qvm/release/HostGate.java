@@ -5,7 +5,6 @@ import io.qvm.QemuVmBackend;
 import io.qvm.RenderFailedException;
 import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.process.SocketPaths;
 import io.qvm.backend.template.Template;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
@@ -70,7 +69,9 @@ public final class HostGate implements ReleaseGate {
      * @param fullSuite the architectures that get the host suite (default: the host's own); the
      *     others get the short one
      * @param runtimeRoot where the backend puts sockets (one directory per sandbox): the gate
-     *     sets it on the backend and checks it is left as it was
+     *     sets it on the backend and checks it is left as it was; null (the default): a fresh
+     *     private directory per architecture under {@code /tmp}, removed afterwards, so that
+     *     sandboxes of other programs on this host neither hide nor fake a leftover
      */
     public record Options(Supplier<QemuVmBackend.Builder> backends, SandboxConfig nativeConfig,
             SandboxConfig crossConfig, Duration stopTimeout, Set<Arch> fullSuite, Path runtimeRoot) {
@@ -80,12 +81,11 @@ public final class HostGate implements ReleaseGate {
             Objects.requireNonNull(crossConfig, "crossConfig");
             Objects.requireNonNull(stopTimeout, "stopTimeout");
             fullSuite = Set.copyOf(fullSuite);
-            Objects.requireNonNull(runtimeRoot, "runtimeRoot");
         }
 
         /**
          * The system's backend, deadlines generous enough for TCG on a busy 2-core host, the host
-         * suite for the host's architecture, the runtime root of {@link SocketPaths#defaultRuntimeRoot()}.
+         * suite for the host's architecture, a runtime root of the gate's own.
          */
         public static Options defaults() {
             return new Options(QemuVmBackend::builder,
@@ -94,7 +94,7 @@ public final class HostGate implements ReleaseGate {
                     SandboxConfig.builder().bootTimeout(Duration.ofMinutes(12)).requestTimeout(Duration.ofMinutes(5))
                             .build(),
                     Duration.ofMinutes(1), Arch.fromOsArch(System.getProperty("os.arch")).map(Set::of).orElse(Set.of()),
-                    SocketPaths.defaultRuntimeRoot());
+                    null);
         }
 
         /** These options with {@code backends} instead. */
@@ -139,6 +139,8 @@ public final class HostGate implements ReleaseGate {
         final List<QemuVmBackend> backends = new ArrayList<>();
         final List<Sandbox> sandboxes = new ArrayList<>();
         Path state;
+        Path runtime;
+        boolean ownRuntime;
         Set<String> socketsBefore;
 
         ArchRun(StagedImages images, Arch arch, boolean full, Consumer<String> progress, List<ReleaseStep> steps,
@@ -156,7 +158,11 @@ public final class HostGate implements ReleaseGate {
             boolean ok = false;
             try {
                 state = Files.createTempDirectory("qvm-gate-" + arch.id() + "-");
-                socketsBefore = socketDirectories();
+                ownRuntime = options.runtimeRoot() == null;
+                // Short, as socket paths must be (SocketPaths.MAX_SOCKET_PATH_BYTES); 0700 from creation.
+                runtime = ownRuntime ? Files.createTempDirectory(Files.isDirectory(Path.of("/tmp")) ? Path.of("/tmp")
+                        : Path.of(System.getProperty("java.io.tmpdir")), "qvm-gate-") : options.runtimeRoot();
+                socketsBefore = socketDirectories(runtime);
                 ok = step("boot", this::boot)
                         && step("handshake", this::handshake)
                         && (full ? step("render-corpus", this::renderCorpus)
@@ -170,9 +176,14 @@ public final class HostGate implements ReleaseGate {
                 steps.add(ReleaseStep.failed(arch.id() + ":boot", 0, "cannot create the gate's state directory: " + e));
             } finally {
                 closeAll();
-                if (state != null) {
+                if (state != null && runtime != null) {
                     ok &= step("nothing-left", this::nothingLeft);
+                }
+                if (state != null) {
                     FileTrees.deleteQuietly(state);
+                }
+                if (ownRuntime && runtime != null) {
+                    FileTrees.deleteQuietly(runtime);
                 }
             }
             return ok;
@@ -197,7 +208,7 @@ public final class HostGate implements ReleaseGate {
 
         QemuVmBackend backend(boolean templates) {
             QemuVmBackend.Builder b = options.backends().get().imageDir(images.root()).guestArch(arch)
-                    .runtimeDirectory(options.runtimeRoot())
+                    .runtimeDirectory(runtime)
                     .stateDirectory(state.resolve(templates ? "clones" : "cold")).templates(templates)
                     .progress(line -> progress.accept(arch.id() + ": " + line));
             if (templates) {
@@ -334,7 +345,8 @@ public final class HostGate implements ReleaseGate {
                 killLeftoverProcesses();
                 throw new ReleaseException("left running or behind after the gate: " + left);
             }
-            return "no QEMU child, no process naming " + state + ", no sandbox state entry, no new socket directory";
+            return "no QEMU child, no process naming " + state + ", no sandbox state entry, no new socket directory in "
+                    + runtime;
         }
 
         List<String> leftovers() {
@@ -355,7 +367,7 @@ public final class HostGate implements ReleaseGate {
                     }
                 }
             }
-            Set<String> sockets = socketDirectories();
+            Set<String> sockets = socketDirectories(runtime);
             sockets.removeAll(socketsBefore);
             sockets.forEach(s -> out.add("socket directory " + s));
             return out;
@@ -369,11 +381,11 @@ public final class HostGate implements ReleaseGate {
         }
     }
 
-    /** The names in the runtime root (one directory per live sandbox). */
-    private Set<String> socketDirectories() {
+    /** The names in a runtime root (one directory per live sandbox). */
+    private static Set<String> socketDirectories(Path root) {
         Set<String> names = new java.util.TreeSet<>();
-        if (Files.isDirectory(options.runtimeRoot())) {
-            try (Stream<Path> s = Files.list(options.runtimeRoot())) {
+        if (Files.isDirectory(root)) {
+            try (Stream<Path> s = Files.list(root)) {
                 s.forEach(p -> names.add(p.getFileName().toString()));
             } catch (IOException e) {
                 names.add("(unreadable: " + e.getMessage() + ")");
