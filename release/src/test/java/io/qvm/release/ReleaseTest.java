@@ -86,6 +86,8 @@ class ReleaseTest {
             assertTrue(Files.isRegularFile(zip), zip.toString());
             assertEquals(-1, Files.mismatch(MavenInstaller.path(repo(), V, a.id(), "json"),
                     rel.resolve(a.id()).resolve("manifest.json")));
+            assertFalse(Files.isSameFile(MavenInstaller.path(repo(), V, a.id(), "json"),
+                    rel.resolve(a.id()).resolve("manifest.json")), "the repository's file is not the published one");
         }
         assertTrue(Files.isRegularFile(MavenInstaller.path(repo(), V, null, "pom")));
         assertEquals(5, r.mavenFiles().size(), r.mavenFiles().toString());
