@@ -213,6 +213,24 @@ class QemuVmBackendTest {
         }
     }
 
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource({
+            "garbage, 1000 bytes that are not frames",
+            "wrong-id, 1 frames that answer no waiting request",
+            "oversize, above the limit"})
+    @Tag("security")
+    void aWorkerThatSendsAnythingButTheAnswerLosesTheSandbox(String reply, String said) throws Exception {
+        host.set("firstReply", reply);
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().requestTimeout(Duration.ofMinutes(2)).build())) {
+            SandboxLostException e = assertThrows(SandboxLostException.class, () -> s.echo(new byte[] {1, 2}));
+            assertEquals(SandboxLostException.Reason.PROTOCOL_VIOLATION, e.reason(), e.getMessage());
+            assertTrue(e.getMessage().contains(said), e.getMessage());
+            assertFalse(s.isAlive(), "the sandbox was stopped");
+            await().atMost(Duration.ofSeconds(30)).until(() -> host.processes().stream().noneMatch(ProcessHandle::isAlive));
+        }
+    }
+
     @Test
     void aQemuThatNeverGreetsOnQmpIsStoppedAtTheBootDeadline() throws Exception {
         host.set("qmpGreeting", "false");

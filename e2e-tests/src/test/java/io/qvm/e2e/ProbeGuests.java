@@ -48,6 +48,36 @@ final class ProbeGuests {
                 .progress(l -> E2e.log("[" + mainClass.getSimpleName() + " image] " + l)).build().run();
     }
 
+    /**
+     * An x86_64 image in {@code dir} whose worker is {@link io.qvm.probe.HostileWorker}: the real
+     * worker's jar (its loop, renderer and libraries) with the probe classes added and the hostile
+     * worker as Main-Class.
+     */
+    static ImageBuilder.Result hostileImage(Path dir) throws IOException {
+        Path real = io.qvm.image.ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
+        Path jar = dir.resolve("hostile-worker.jar");
+        Files.createDirectories(dir);
+        try (java.util.jar.JarFile in = new java.util.jar.JarFile(real.toFile())) {
+            Manifest mf = new Manifest(in.getManifest());
+            mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, io.qvm.probe.HostileWorker.class.getName());
+            try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf)) {
+                for (JarEntry e : java.util.Collections.list(in.entries())) {
+                    if (e.getName().equalsIgnoreCase("META-INF/MANIFEST.MF") || e.getName().startsWith("io/qvm/probe/")) {
+                        continue;
+                    }
+                    j.putNextEntry(new JarEntry(e.getName()));
+                    try (var is = in.getInputStream(e)) {
+                        is.transferTo(j);
+                    }
+                    j.closeEntry();
+                }
+                addProbeClasses(j);
+            }
+        }
+        return ImageBuilder.builder().arch(Arch.X86_64).outDir(dir.resolve("image")).workerJar(jar)
+                .progress(l -> E2e.log("[HostileWorker image] " + l)).build().run();
+    }
+
     /** The sandbox argv for {@code image} with its files and sockets in {@code run}. */
     static List<String> argv(HostInfo host, QemuInstallation qemu, ImageBuilder.Result image, Path run) {
         return QemuCommand.build(QemuCommandInput.builder().host(host.os(), host.arch())
@@ -104,24 +134,30 @@ final class ProbeGuests {
 
     /** A jar of the test workers, {@code mainClass} its Main-Class. */
     private static Path jar(Path jar, Class<?> mainClass) throws IOException {
+        Files.createDirectories(jar.getParent());
+        Manifest mf = new Manifest();
+        mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, mainClass.getName());
+        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf)) {
+            addProbeClasses(j);
+        }
+        return jar;
+    }
+
+    /** Every class of {@code io.qvm.probe}, as built. */
+    private static void addProbeClasses(JarOutputStream j) throws IOException {
         Path classes;
         try {
             classes = Path.of(ProbeWorker.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         } catch (URISyntaxException e) {
             throw new IOException(e);
         }
-        Files.createDirectories(jar.getParent());
-        Manifest mf = new Manifest();
-        mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
-        mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, mainClass.getName());
-        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf);
-                Stream<Path> files = Files.walk(classes.resolve("io/qvm/probe"))) {
+        try (Stream<Path> files = Files.walk(classes.resolve("io/qvm/probe"))) {
             for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
                 j.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
                 j.write(Files.readAllBytes(f));
                 j.closeEntry();
             }
         }
-        return jar;
     }
 }
