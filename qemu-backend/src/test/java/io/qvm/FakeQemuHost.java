@@ -97,11 +97,26 @@ final class FakeQemuHost {
 
     /** {@link #backend()} with QEMU's user chosen by {@code user} (e.g. a root host's). */
     QemuVmBackend.Builder backendAsRoot(io.qvm.backend.process.QemuUser user) {
+        return withoutImage(user).imageDir(imageRoot());
+    }
+
+    /** {@link #backend()} finding its image with {@code images} instead of in {@link #imageRoot()}. */
+    QemuVmBackend.Builder backend(io.qvm.backend.image.ImageResolver images) {
+        return withoutImage(io.qvm.backend.process.QemuUser.of(1000, "qvm", name -> java.util.Optional.empty()))
+                .imageResolver(images);
+    }
+
+    /** The image root holding this host's small x86_64 image (the real layout and checksums). */
+    Path imageRoot() {
+        return root.resolve("image");
+    }
+
+    private QemuVmBackend.Builder withoutImage(io.qvm.backend.process.QemuUser user) {
         // Only the fake counts: a real qemu-system-* in /usr/bin must not be probed (this is a unit test).
         QemuLocator locator = new QemuLocator(HostOs.LINUX, Map.of("QVM_QEMU", root.resolve("bin").toString()),
                 p -> p.startsWith(root) && Files.isRegularFile(p) && Files.isExecutable(p));
         return QemuVmBackend.builder().hostProbe(new HostProbe("Linux", "amd64", locator, CommandRunner.system()))
-                .imageDir(root.resolve("image")).stateDirectory(stateRoot()).runtimeDirectory(runtimeRoot())
+                .stateDirectory(stateRoot()).runtimeDirectory(runtimeRoot())
                 .templateDirectory(templateRoot()).useProbeCache(false).qemuUser(user)
                 .cgroups(io.qvm.backend.process.CgroupTree.at(cgroupRoot()));
     }
