@@ -18,7 +18,6 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
-import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,8 +27,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.jar.JarEntry;
-import java.util.jar.JarOutputStream;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -82,7 +79,7 @@ class MavenImageE2ETest {
         Path cache = tmp.resolve("cache");
         Path state = tmp.resolve("state");
         List<String> classPath = new ArrayList<>(backendClassPath());
-        classPath.add(consumerJar(tmp.resolve("consumer.jar")).toString());
+        classPath.add(E2e.packageJar(tmp.resolve("consumer.jar"), RenderOnce.class).toString()); // the server's own code
 
         ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-D" + LocalMavenRepository.PROPERTY + "=" + repo, "-Duser.home=" + home,
@@ -155,20 +152,6 @@ class MavenImageE2ETest {
         assertTrue(entries.stream().anyMatch(e -> Path.of(e).getFileName().toString().startsWith("qvm-qemu-backend-")),
                 "the backend's jar is on it: " + entries);
         return entries;
-    }
-
-    /** The server's own code, {@code io.qvm.consumer}, as a jar. */
-    private static Path consumerJar(Path jar) throws IOException, URISyntaxException {
-        Path classes = Path.of(RenderOnce.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o);
-                Stream<Path> files = Files.walk(classes.resolve("io/qvm/consumer"))) {
-            for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
-                j.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
-                j.write(Files.readAllBytes(f));
-                j.closeEntry();
-            }
-        }
-        return jar;
     }
 
     private static List<String> lines(Process child) {
