@@ -8,12 +8,17 @@ import io.qvm.backend.qemu.GuestTransport;
 import io.qvm.backend.qemu.QemuCommand;
 import io.qvm.backend.qemu.QemuCommandInput;
 import io.qvm.image.ImageBuilder;
-import io.qvm.probe.ProbeWorker;
 import io.qvm.protocol.image.Arch;
+import io.qvm.probe.ProbeWorker;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.UncheckedIOException;
 import java.net.URISyntaxException;
+import java.util.jar.Attributes;
+import java.util.jar.JarEntry;
+import java.util.jar.JarOutputStream;
+import java.util.jar.Manifest;
+import java.util.stream.Stream;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -25,11 +30,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.jar.Attributes;
-import java.util.jar.JarEntry;
-import java.util.jar.JarOutputStream;
-import java.util.jar.Manifest;
-import java.util.stream.Stream;
 
 /**
  * Guests that run one of the test workers of {@code io.qvm.probe} in place of the renderer: the
@@ -43,7 +43,7 @@ final class ProbeGuests {
 
     /** An x86_64 image in {@code dir} whose worker is {@code mainClass} of {@code io.qvm.probe}. */
     static ImageBuilder.Result image(Path dir, Class<?> mainClass) throws IOException {
-        Path jar = jar(dir.resolve("worker.jar"), mainClass);
+        Path jar = E2e.packageJar(dir.resolve("worker.jar"), mainClass);
         return ImageBuilder.builder().arch(Arch.X86_64).outDir(dir.resolve("image")).workerJar(jar)
                 .progress(l -> E2e.log("[" + mainClass.getSimpleName() + " image] " + l)).build().run();
     }
@@ -130,18 +130,6 @@ final class ProbeGuests {
         } catch (IOException e) {
             return "(no console: " + e + ")";
         }
-    }
-
-    /** A jar of the test workers, {@code mainClass} its Main-Class. */
-    private static Path jar(Path jar, Class<?> mainClass) throws IOException {
-        Files.createDirectories(jar.getParent());
-        Manifest mf = new Manifest();
-        mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
-        mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, mainClass.getName());
-        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf)) {
-            addProbeClasses(j);
-        }
-        return jar;
     }
 
     /** Every class of {@code io.qvm.probe}, as built. */
