@@ -2,6 +2,7 @@ package io.qvm;
 
 import io.qvm.backend.QvmEnvironment;
 import io.qvm.backend.image.GuestImage;
+import io.qvm.backend.image.ImageResolver;
 import io.qvm.backend.probe.AcceleratorChoice;
 import io.qvm.backend.probe.AcceleratorSelector;
 import io.qvm.protocol.image.Arch;
@@ -55,7 +56,9 @@ import java.util.function.Consumer;
  *
  * <p>What {@link #start} does, each step with the config's boot deadline and a typed error:
  * probe the host once (QEMU binary and version; accelerator verdict, cached per host and QEMU
- * version), load and verify the image, choose the transport, build the argv (a pure function),
+ * version), find and verify the image ({@link ImageResolver}: the builder's {@link Builder#imageDir},
+ * else {@code $QVM_IMAGE_DIR}, else the user cache, else the image artifact of this backend's
+ * version in the local Maven repository), choose the transport, build the argv (a pure function),
  * record the sandbox in the state directory, launch QEMU, connect QMP, connect the worker
  * transport and complete HELLO/READY. A failure at any step stops QEMU and removes every file the
  * step created; the exception carries the guest console's and QEMU's stderr tails.
@@ -72,7 +75,7 @@ public final class QemuVmBackend implements SandboxBackend {
 
     private static final System.Logger LOG = System.getLogger(QemuVmBackend.class.getName());
 
-    private final Path imageRoot;
+    private final ImageResolver imageResolver;
     private final StateDirectory states;
     private final Path runtimeRoot;
     private final Consumer<String> progress;
@@ -100,7 +103,11 @@ public final class QemuVmBackend implements SandboxBackend {
 
     private QemuVmBackend(Builder b) {
         QvmEnvironment env = QvmEnvironment.system();
-        this.imageRoot = env.imageRoot(b.imageRoot);
+        if (b.imageRoot != null && b.imageResolver != null) {
+            throw new IllegalStateException("both imageDir and imageResolver were set: give the directory to the "
+                    + "resolver's builder instead");
+        }
+        this.imageResolver = b.imageResolver != null ? b.imageResolver : ImageResolver.system(b.imageRoot);
         this.states = StateDirectory.at(b.stateRoot != null ? b.stateRoot : env.stateRoot());
         this.runtimeRoot = b.runtimeRoot != null ? b.runtimeRoot : env.runtimeRoot();
         this.progress = b.progress;
@@ -117,7 +124,10 @@ public final class QemuVmBackend implements SandboxBackend {
     /** Set to {@code off} to make every sandbox cold-boot (the builder's {@code templates(false)}). */
     public static final String ENV_TEMPLATES = QvmEnvironment.TEMPLATES;
 
-    /** A backend with every default ({@link QvmEnvironment}: the image under {@code $QVM_IMAGE_DIR} or the user cache). */
+    /**
+     * A backend with every default ({@link QvmEnvironment}; the image from {@code $QVM_IMAGE_DIR},
+     * else the user cache, else the local Maven repository: {@link ImageResolver}).
+     */
     public static QemuVmBackend create() {
         return builder().build();
     }
@@ -166,7 +176,7 @@ public final class QemuVmBackend implements SandboxBackend {
     /** The accelerator a sandbox with {@code config} would run on (the probe's verdict is cached). */
     public AcceleratorChoice acceleratorChoice(SandboxConfig config) {
         HostInfo h = host();
-        return choose(config, h, image(guestArch(h)));
+        return choose(config, h, image(guestArch(h)).image());
     }
 
     /** The guest architecture sandboxes of this backend run: the builder's, else the host's. */
@@ -426,35 +436,51 @@ public final class QemuVmBackend implements SandboxBackend {
 
     private final Map<Arch, ImageSeen> images = new ConcurrentHashMap<>();
 
-    /** A verified image and what its files looked like then. */
-    private record ImageSeen(GuestImage image, Map<String, String> stamps) {
+    /** A resolved image and what its files looked like then. */
+    private record ImageSeen(ImageResolver.Resolved resolved, Map<Path, String> stamps) {
+    }
+
+    /** How this backend finds its guest image. */
+    public ImageResolver imageResolver() {
+        return imageResolver;
     }
 
     /**
-     * The guest image, verified (every SHA-256, some 0.2 s for its 60 MB) the first time and again
-     * whenever a file's size, mtime or inode changed since — not on every start, which for a clone
-     * would cost more than the restore itself.
+     * The guest image for this backend's guest architecture and where it came from, resolved and
+     * verified as a sandbox start would ({@link #image}).
      */
-    private GuestImage image(Arch guest) {
-        ImageSeen seen = images.get(guest);
-        if (seen != null && seen.stamps().equals(stamps(seen.image()))) {
-            return seen.image();
-        }
-        GuestImage image = GuestImage.load(imageRoot, guest);
-        images.put(guest, new ImageSeen(image, stamps(image)));
-        return image;
+    public ImageResolver.Resolved image() {
+        return image(guestArch(host()));
     }
 
-    private static Map<String, String> stamps(GuestImage image) {
-        Map<String, String> out = new java.util.TreeMap<>();
-        for (String f : image.sha256().keySet()) {
-            Path p = image.dir().resolve(f);
+    /**
+     * The guest image, found and verified (every SHA-256, some 0.2 s for its 60 MB) the first time
+     * and again whenever a file it rests on (for an image from the Maven repository: the zip too)
+     * changed size, mtime or inode since — not on every start, which for a clone would cost more
+     * than the restore itself. Where it came from is said once, and again when that changes.
+     */
+    private ImageResolver.Resolved image(Arch guest) {
+        ImageSeen seen = images.get(guest);
+        if (seen != null && seen.stamps().equals(stamps(seen.resolved()))) {
+            return seen.resolved();
+        }
+        ImageResolver.Resolved r = imageResolver.resolve(guest);
+        images.put(guest, new ImageSeen(r, stamps(r)));
+        if (seen == null || !seen.resolved().describe().equals(r.describe())) {
+            progress.accept("guest image: " + r.describe());
+        }
+        return r;
+    }
+
+    private static Map<Path, String> stamps(ImageResolver.Resolved r) {
+        Map<Path, String> out = new java.util.TreeMap<>();
+        for (Path p : r.files()) {
             try {
                 Object ino = java.nio.file.Files.getFileStore(p).supportsFileAttributeView("unix")
                         ? java.nio.file.Files.getAttribute(p, "unix:ino") : "";
-                out.put(f, java.nio.file.Files.size(p) + "|" + java.nio.file.Files.getLastModifiedTime(p) + "|" + ino);
+                out.put(p, java.nio.file.Files.size(p) + "|" + java.nio.file.Files.getLastModifiedTime(p) + "|" + ino);
             } catch (IOException e) {
-                out.put(f, "missing");
+                out.put(p, "missing");
             }
         }
         return out;
@@ -518,7 +544,7 @@ public final class QemuVmBackend implements SandboxBackend {
         HostInfo h = host();
         Arch guest = guestArch(h);
         QemuInstallation qemuInstall = h.requireQemu(guest);
-        GuestImage image = image(guest);
+        GuestImage image = image(guest).image();
         return new VmStart.Target(h, qemuInstall, image, choose(config, h, image));
     }
 
@@ -543,6 +569,7 @@ public final class QemuVmBackend implements SandboxBackend {
     /** Builder for {@link QemuVmBackend}; every default lives here. */
     public static final class Builder {
         private Path imageRoot;
+        private ImageResolver imageResolver;
         private Path stateRoot;
         private Path runtimeRoot;
         private Consumer<String> progress = line -> { };
@@ -603,11 +630,21 @@ public final class QemuVmBackend implements SandboxBackend {
         }
 
         /**
-         * The directory holding one image directory per architecture (default {@code $QVM_IMAGE_DIR},
-         * else {@code images} in the user cache: {@link QvmEnvironment#imageRoot()}).
+         * The directory holding one image directory per architecture, and then the only place the
+         * image is looked for (default: none, so {@code $QVM_IMAGE_DIR}, else the user cache, else
+         * the local Maven repository; {@link ImageResolver}).
          */
         public Builder imageDir(Path root) {
             this.imageRoot = Objects.requireNonNull(root, "root");
+            return this;
+        }
+
+        /**
+         * How the guest image is found (default {@link ImageResolver#system}, with {@link #imageDir}
+         * if given; the two are exclusive).
+         */
+        public Builder imageResolver(ImageResolver resolver) {
+            this.imageResolver = Objects.requireNonNull(resolver, "resolver");
             return this;
         }
 

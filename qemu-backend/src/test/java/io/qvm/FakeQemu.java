@@ -70,6 +70,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *  renderPng=WxH         RENDER is answered with a real W×H PNG …
  *  renderReports=WxH     … whose RENDER_RESULT header says W×H (default: the PNG's size; set it
  *                        to something else for a worker that lies)
+ *  firstReply=EFFECT     the first request after READY is answered by a hostile worker:
+ *                        garbage (1000 stray bytes, then the answer), wrong-id (the answer under
+ *                        another id), oversize (a reply above the response limit)
  * </pre>
  */
 public final class FakeQemu {
@@ -188,6 +191,15 @@ public final class FakeQemu {
             script.renders(new RenderResult(png(real[0], real[1]), said[0], said[1], 5));
         }
         FakeWorker worker = script.unix(Path.of(chardevPaths.get("qvmw")));
+        String first = scenario.getProperty("firstReply");
+        if (first != null) {
+            worker.enqueue(switch (first) {
+                case "garbage" -> FakeWorker.Effect.rawBytesThenNormal(FakeWorker.garbage(1000, 3));
+                case "wrong-id" -> FakeWorker.Effect.wrongId(1);
+                case "oversize" -> FakeWorker.Effect.replyWithBody((int) SandboxConfig.defaults().maxResponseBytes() + 1);
+                default -> throw new IllegalArgumentException("firstReply=" + first);
+            });
+        }
         serve("qmp", this::qmpSession);
         serve("qvmc", this::controlSession);
         if (!incoming && initError != null) {

@@ -5,7 +5,6 @@ import io.qvm.backend.probe.HostOs;
 import io.qvm.backend.probe.HostProbe;
 import io.qvm.backend.probe.QemuLocator;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -34,7 +33,8 @@ public final class FakeQemuHost {
         Files.writeString(qemu, "#!/bin/sh\nexec '" + java + "' -Xshare:auto -XX:TieredStopAtLevel=1 -cp '"
                 + System.getProperty("java.class.path") + "' " + FakeQemu.class.getName() + " '" + root + "' \"$@\"\n");
         Files.setPosixFilePermissions(qemu, PosixFilePermissions.fromString("rwxr-xr-x"));
-        writeImage(Files.createDirectories(root.resolve("image").resolve("x86_64")));
+        io.qvm.backend.image.TestImages.write(root.resolve("image").resolve("x86_64"), io.qvm.protocol.image.Arch.X86_64,
+                "fake"); // "6.1.0-fake"; not a kernel: the fake QEMU boots nothing
         Path cgroup = Files.createDirectories(cgroupRoot());
         Files.writeString(cgroup.resolve("cgroup.controllers"), "cpu io memory pids\n");
         Files.writeString(cgroup.resolve("cgroup.subtree_control"), "");
@@ -98,11 +98,26 @@ public final class FakeQemuHost {
 
     /** {@link #backend()} with QEMU's user chosen by {@code user} (e.g. a root host's). */
     public QemuVmBackend.Builder backendAsRoot(io.qvm.backend.process.QemuUser user) {
+        return withoutImage(user).imageDir(imageRoot());
+    }
+
+    /** {@link #backend()} finding its image with {@code images} instead of in {@link #imageRoot()}. */
+    public QemuVmBackend.Builder backend(io.qvm.backend.image.ImageResolver images) {
+        return withoutImage(io.qvm.backend.process.QemuUser.of(1000, "qvm", name -> java.util.Optional.empty()))
+                .imageResolver(images);
+    }
+
+    /** The image root holding this host's small x86_64 image (the real layout and checksums). */
+    public Path imageRoot() {
+        return root.resolve("image");
+    }
+
+    private QemuVmBackend.Builder withoutImage(io.qvm.backend.process.QemuUser user) {
         // Only the fake counts: a real qemu-system-* in /usr/bin must not be probed (this is a unit test).
         QemuLocator locator = new QemuLocator(HostOs.LINUX, Map.of("QVM_QEMU", root.resolve("bin").toString()),
                 p -> p.startsWith(root) && Files.isRegularFile(p) && Files.isExecutable(p));
         return QemuVmBackend.builder().hostProbe(new HostProbe("Linux", "amd64", locator, CommandRunner.system()))
-                .imageDir(root.resolve("image")).stateDirectory(stateRoot()).runtimeDirectory(runtimeRoot())
+                .stateDirectory(stateRoot()).runtimeDirectory(runtimeRoot())
                 .templateDirectory(templateRoot()).useProbeCache(false).qemuUser(user)
                 .cgroups(io.qvm.backend.process.CgroupTree.at(cgroupRoot()));
     }
@@ -117,17 +132,5 @@ public final class FakeQemuHost {
         try (var out = Files.newOutputStream(root.resolve("scenario.properties"))) {
             scenario.store(out, "what the fake QEMU does");
         }
-    }
-
-    private static void writeImage(Path dir) throws IOException {
-        Files.writeString(dir.resolve("vmlinuz"), "not a kernel: the fake QEMU boots nothing");
-        Files.writeString(dir.resolve("initramfs.cpio.gz"), "not an initramfs");
-        Files.writeString(dir.resolve("manifest.json"), "{\"arch\": \"x86_64\", \"transports\": [\"serial\"],"
-                + " \"kernel\": {\"version\": \"6.1.0-fake\"}}\n");
-        StringBuilder sums = new StringBuilder();
-        for (String f : new String[] {"vmlinuz", "initramfs.cpio.gz", "manifest.json"}) {
-            sums.append(io.qvm.protocol.util.Sha256.of(dir.resolve(f))).append("  ").append(f).append('\n');
-        }
-        Files.writeString(dir.resolve("SHA256SUMS"), sums, StandardCharsets.UTF_8);
     }
 }

@@ -7,12 +7,19 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.image.ImageResolver;
+import io.qvm.backend.image.LocalMavenRepository;
+import io.qvm.backend.image.TestImages;
 import io.qvm.backend.process.QemuUser;
+import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Stream;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
@@ -76,6 +83,45 @@ class QemuVmBackendTest {
             assertArrayEquals(new byte[] {1, 2, 3}, s.echo(new byte[] {1, 2, 3}));
             assertEquals(1, host.boots());
         }
+    }
+
+    @Test
+    void anImageFromTheLocalMavenRepositoryBootsAndTheBackendSaysWhereItCameFromOnce() throws Exception {
+        Path repo = tmp.resolve("m2");
+        TestImages.install(repo, "1.2.3", Arch.X86_64, TestImages.entries(host.imageRoot().resolve("x86_64")));
+        ImageResolver images = ImageResolver.builder().environment(QvmEnvironment.of(Map.of(QvmEnvironment.CACHE,
+                tmp.resolve("cache").toString()), tmp.toString(), "Linux"))
+                .mavenRepository(new LocalMavenRepository(repo, "a test's")).version("1.2.3").build();
+        List<String> said = new CopyOnWriteArrayList<>();
+        try (QemuVmBackend backend = host.backend(images).templates(false).progress(said::add).build()) {
+            for (int i = 0; i < 2; i++) {
+                try (Sandbox s = backend.start(FakeQemuHost.config().build())) {
+                    assertArrayEquals(new byte[] {7}, s.echo(new byte[] {7}));
+                }
+            }
+            ImageResolver.Resolved first = backend.image();
+            assertEquals(ImageResolver.Source.MAVEN_REPOSITORY, first.source());
+            assertTrue(first.dir().startsWith(tmp.resolve("cache").resolve("images-maven")), first.dir().toString());
+            List<String> argv = host.lastArgv();
+            assertEquals(first.image().kernel().toString(), argv.get(argv.indexOf("-kernel") + 1));
+            assertEquals(List.of("guest image: " + first.describe()), imageLines(said), "said once for two sandboxes");
+
+            // a new snapshot installed over the old: the next start notices the zip changed and says so
+            Path next = TestImages.write(tmp.resolve("next").resolve("x86_64"), Arch.X86_64, "next");
+            TestImages.install(repo, "1.2.3", Arch.X86_64, TestImages.entries(next));
+            try (Sandbox s = backend.start(FakeQemuHost.config().build())) {
+                ImageResolver.Resolved second = backend.image();
+                assertEquals(List.of("guest image: " + first.describe(), "guest image: " + second.describe()),
+                        imageLines(said));
+                argv = host.lastArgv();
+                assertEquals(second.image().kernel().toString(), argv.get(argv.indexOf("-kernel") + 1));
+                assertEquals("kernel of next", Files.readString(second.image().kernel()));
+            }
+        }
+    }
+
+    private static List<String> imageLines(List<String> said) {
+        return said.stream().filter(l -> l.startsWith("guest image:")).toList();
     }
 
     @Test
@@ -210,6 +256,24 @@ class QemuVmBackendTest {
             assertTrue(e.getMessage().contains("the PNG is 4000x3000 but the header says 40x30"), e.getMessage());
             assertFalse(s.isAlive(), "the sandbox was stopped");
             assertThrows(SandboxLostException.class, () -> s.echo(new byte[1]), "and stays unusable");
+        }
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource({
+            "garbage, 1000 bytes that are not frames",
+            "wrong-id, 1 frames that answer no waiting request",
+            "oversize, above the limit"})
+    @Tag("security")
+    void aWorkerThatSendsAnythingButTheAnswerLosesTheSandbox(String reply, String said) throws Exception {
+        host.set("firstReply", reply);
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().requestTimeout(Duration.ofMinutes(2)).build())) {
+            SandboxLostException e = assertThrows(SandboxLostException.class, () -> s.echo(new byte[] {1, 2}));
+            assertEquals(SandboxLostException.Reason.PROTOCOL_VIOLATION, e.reason(), e.getMessage());
+            assertTrue(e.getMessage().contains(said), e.getMessage());
+            assertFalse(s.isAlive(), "the sandbox was stopped");
+            await().atMost(Duration.ofSeconds(30)).until(() -> host.processes().stream().noneMatch(ProcessHandle::isAlive));
         }
     }
 

@@ -6,12 +6,20 @@ import io.qvm.QemuVmBackend;
 import io.qvm.SandboxConfig;
 import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.LocalTime;
 import java.util.List;
+import java.util.jar.Attributes;
+import java.util.jar.JarEntry;
+import java.util.jar.JarOutputStream;
+import java.util.jar.Manifest;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /** Shared set-up of the end-to-end tests: the real image, a private state directory, visible progress. */
 public final class E2e {
@@ -76,6 +84,32 @@ public final class E2e {
     static void log(String line) {
         System.out.println("[e2e " + LocalTime.now().withNano(0) + "] " + line);
         System.out.flush();
+    }
+
+    /**
+     * A jar of every class in {@code mainClass}'s package (the test workers of {@code io.qvm.probe},
+     * the server of {@code io.qvm.consumer}), {@code mainClass} its Main-Class.
+     */
+    static Path packageJar(Path jar, Class<?> mainClass) throws IOException {
+        Path classes;
+        try {
+            classes = Path.of(mainClass.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (URISyntaxException e) {
+            throw new IOException(e);
+        }
+        Files.createDirectories(jar.getParent());
+        Manifest mf = new Manifest();
+        mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, mainClass.getName());
+        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf);
+                Stream<Path> files = Files.walk(classes.resolve(mainClass.getPackageName().replace('.', '/')))) {
+            for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
+                j.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
+                j.write(Files.readAllBytes(f));
+                j.closeEntry();
+            }
+        }
+        return jar;
     }
 
     /** Pids of live processes whose command line mentions {@code needle} (e.g. a state directory). */

@@ -8,12 +8,17 @@ import io.qvm.backend.qemu.GuestTransport;
 import io.qvm.backend.qemu.QemuCommand;
 import io.qvm.backend.qemu.QemuCommandInput;
 import io.qvm.image.ImageBuilder;
-import io.qvm.probe.ProbeWorker;
 import io.qvm.protocol.image.Arch;
+import io.qvm.probe.ProbeWorker;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.UncheckedIOException;
 import java.net.URISyntaxException;
+import java.util.jar.Attributes;
+import java.util.jar.JarEntry;
+import java.util.jar.JarOutputStream;
+import java.util.jar.Manifest;
+import java.util.stream.Stream;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -25,11 +30,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.jar.Attributes;
-import java.util.jar.JarEntry;
-import java.util.jar.JarOutputStream;
-import java.util.jar.Manifest;
-import java.util.stream.Stream;
 
 /**
  * Guests that run one of the test workers of {@code io.qvm.probe} in place of the renderer: the
@@ -43,9 +43,39 @@ final class ProbeGuests {
 
     /** An x86_64 image in {@code dir} whose worker is {@code mainClass} of {@code io.qvm.probe}. */
     static ImageBuilder.Result image(Path dir, Class<?> mainClass) throws IOException {
-        Path jar = jar(dir.resolve("worker.jar"), mainClass);
+        Path jar = E2e.packageJar(dir.resolve("worker.jar"), mainClass);
         return ImageBuilder.builder().arch(Arch.X86_64).outDir(dir.resolve("image")).workerJar(jar)
                 .progress(l -> E2e.log("[" + mainClass.getSimpleName() + " image] " + l)).build().run();
+    }
+
+    /**
+     * An x86_64 image in {@code dir} whose worker is {@link io.qvm.probe.HostileWorker}: the real
+     * worker's jar (its loop, renderer and libraries) with the probe classes added and the hostile
+     * worker as Main-Class.
+     */
+    static ImageBuilder.Result hostileImage(Path dir) throws IOException {
+        Path real = io.qvm.image.ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
+        Path jar = dir.resolve("hostile-worker.jar");
+        Files.createDirectories(dir);
+        try (java.util.jar.JarFile in = new java.util.jar.JarFile(real.toFile())) {
+            Manifest mf = new Manifest(in.getManifest());
+            mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, io.qvm.probe.HostileWorker.class.getName());
+            try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf)) {
+                for (JarEntry e : java.util.Collections.list(in.entries())) {
+                    if (e.getName().equalsIgnoreCase("META-INF/MANIFEST.MF") || e.getName().startsWith("io/qvm/probe/")) {
+                        continue;
+                    }
+                    j.putNextEntry(new JarEntry(e.getName()));
+                    try (var is = in.getInputStream(e)) {
+                        is.transferTo(j);
+                    }
+                    j.closeEntry();
+                }
+                addProbeClasses(j);
+            }
+        }
+        return ImageBuilder.builder().arch(Arch.X86_64).outDir(dir.resolve("image")).workerJar(jar)
+                .progress(l -> E2e.log("[HostileWorker image] " + l)).build().run();
     }
 
     /** The sandbox argv for {@code image} with its files and sockets in {@code run}. */
@@ -102,26 +132,20 @@ final class ProbeGuests {
         }
     }
 
-    /** A jar of the test workers, {@code mainClass} its Main-Class. */
-    private static Path jar(Path jar, Class<?> mainClass) throws IOException {
+    /** Every class of {@code io.qvm.probe}, as built. */
+    private static void addProbeClasses(JarOutputStream j) throws IOException {
         Path classes;
         try {
             classes = Path.of(ProbeWorker.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         } catch (URISyntaxException e) {
             throw new IOException(e);
         }
-        Files.createDirectories(jar.getParent());
-        Manifest mf = new Manifest();
-        mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
-        mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, mainClass.getName());
-        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf);
-                Stream<Path> files = Files.walk(classes.resolve("io/qvm/probe"))) {
+        try (Stream<Path> files = Files.walk(classes.resolve("io/qvm/probe"))) {
             for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
                 j.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
                 j.write(Files.readAllBytes(f));
                 j.closeEntry();
             }
         }
-        return jar;
     }
 }

@@ -15,7 +15,11 @@ import java.util.Optional;
  * <caption>Variables and defaults</caption>
  * <tr><th>variable</th><th>what</th><th>default</th></tr>
  * <tr><td>{@value #CACHE}</td><td>downloads, probe verdicts, templates, images</td><td>{@code ~/.cache/qvm}</td></tr>
- * <tr><td>{@value #IMAGE_DIR}</td><td>the image root (one directory per arch)</td><td>{@code <cache>/images}</td></tr>
+ * <tr><td>{@value #IMAGE_DIR}</td><td>an image root (one directory per arch); when set, the only place
+ *     the backend looks</td><td>— (then {@code <cache>/images}, then the local Maven repository)</td></tr>
+ * <tr><td>{@value #MAVEN_REPO}</td><td>the local Maven repository the image artifact is looked for in, unless
+ *     the system property {@code maven.repo.local} names one</td><td>{@code <localRepository>} of
+ *     {@code ~/.m2/settings.xml}, else {@code ~/.m2/repository}</td></tr>
  * <tr><td>{@value #STATE}</td><td>the state directory (one directory per sandbox)</td><td>{@code ~/.local/state/qvm}</td></tr>
  * <tr><td>{@value #RUNTIME_DIR}</td><td>sockets</td><td>{@code $XDG_RUNTIME_DIR/qvm}, else {@code %TEMP%\qvm}
  *     on Windows, else {@code /tmp/qvm-<uid>}</td></tr>
@@ -25,10 +29,11 @@ import java.util.Optional;
  *     ({@code io.qvm.backend.process.QemuUser})</td><td>{@code qvm}</td></tr>
  * </table>
  *
- * A variable that is unset or blank counts as unset. The image root's order is: an explicit path
- * ({@code QemuVmBackend.Builder#imageDir}), then {@value #IMAGE_DIR}, then the user cache; the
- * library never looks for a source checkout (the {@code qvm} CLI and launcher do: they point
- * {@value #IMAGE_DIR} at the checkout's {@code out/image}).
+ * A variable that is unset or blank counts as unset. Where the guest image is looked for — an
+ * explicit path ({@code QemuVmBackend.Builder#imageDir}), then {@value #IMAGE_DIR}, then the user
+ * cache ({@link #userImageRoot()}), then the local Maven repository — is
+ * {@link io.qvm.backend.image.ImageResolver}'s; the library never looks for a source checkout (the
+ * {@code qvm} CLI and launcher do: they point {@value #IMAGE_DIR} at the checkout's {@code out/image}).
  */
 public final class QvmEnvironment {
 
@@ -39,6 +44,7 @@ public final class QvmEnvironment {
     public static final String QEMU = "QVM_QEMU";
     public static final String TEMPLATES = "QVM_TEMPLATES";
     public static final String QEMU_USER = "QVM_QEMU_USER";
+    public static final String MAVEN_REPO = "QVM_MAVEN_REPO";
 
     private final Map<String, String> env;
     private final String home;
@@ -81,20 +87,27 @@ public final class QvmEnvironment {
         return get(CACHE).map(Path::of).orElseGet(() -> Path.of(home, ".cache", "qvm"));
     }
 
-    /** {@value #IMAGE_DIR}, else {@code images} in the {@link #cacheDir()}. */
-    public Path imageRoot() {
-        return imageRoot(null);
+    /** The home directory the defaults under {@code ~} are relative to. */
+    public Path home() {
+        return Path.of(home);
+    }
+
+    /** {@value #IMAGE_DIR}, if set: an image root the user named. */
+    public Optional<Path> imageDirVariable() {
+        return get(IMAGE_DIR).map(Path::of);
+    }
+
+    /** {@code images} in the {@link #cacheDir()}: the user's own image root (one directory per arch). */
+    public Path userImageRoot() {
+        return cacheDir().resolve("images");
     }
 
     /**
-     * The image root in the library's order: {@code explicit} (a builder option) when not null,
-     * else {@value #IMAGE_DIR}, else {@code images} in the {@link #cacheDir()}.
+     * {@code images-maven} in the {@link #cacheDir()}: where image artifacts from the local Maven
+     * repository are unpacked, one directory per artifact's SHA-256.
      */
-    public Path imageRoot(Path explicit) {
-        if (explicit != null) {
-            return explicit;
-        }
-        return get(IMAGE_DIR).map(Path::of).orElseGet(() -> cacheDir().resolve("images"));
+    public Path mavenImageCache() {
+        return cacheDir().resolve("images-maven");
     }
 
     /** {@code templates} in the {@link #cacheDir()}. */

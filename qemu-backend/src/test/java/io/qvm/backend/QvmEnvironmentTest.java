@@ -20,14 +20,16 @@ class QvmEnvironmentTest {
     }
 
     @Test
-    void theImageRootIsTheExplicitPathThenQvmImageDirThenTheUserCache() {
+    void imagesLiveInQvmImageDirAndInTheUserCache() {
         Map<String, String> all = Map.of("QVM_IMAGE_DIR", "/srv/images", "QVM_CACHE", "/var/cache/qvm");
-        assertEquals(Path.of("/opt/img"), env(all).imageRoot(Path.of("/opt/img")));
-        assertEquals(Path.of("/srv/images"), env(all).imageRoot(null));
-        assertEquals(Path.of("/var/cache/qvm/images"), env(Map.of("QVM_CACHE", "/var/cache/qvm")).imageRoot());
-        assertEquals(Path.of("/home/u/.cache/qvm/images"), env(Map.of()).imageRoot());
-        assertEquals(Path.of("/home/u/.cache/qvm/images"), env(Map.of("QVM_IMAGE_DIR", " ", "QVM_CACHE", ""))
-                .imageRoot(), "blank counts as unset");
+        assertEquals(Optional.of(Path.of("/srv/images")), env(all).imageDirVariable());
+        assertEquals(Path.of("/var/cache/qvm/images"), env(all).userImageRoot());
+        assertEquals(Path.of("/var/cache/qvm/images-maven"), env(all).mavenImageCache());
+        assertEquals(Path.of("/home/u/.cache/qvm/images"), env(Map.of()).userImageRoot());
+        assertEquals(Optional.empty(), env(Map.of("QVM_IMAGE_DIR", " ", "QVM_CACHE", "")).imageDirVariable(),
+                "blank counts as unset");
+        assertEquals(Path.of("/home/u/.cache/qvm/images"), env(Map.of("QVM_CACHE", "")).userImageRoot());
+        assertEquals(Path.of("/home/u"), env(Map.of()).home());
     }
 
     @Test

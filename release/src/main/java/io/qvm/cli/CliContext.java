@@ -75,8 +75,9 @@ public record CliContext(Map<String, String> env, boolean interactive, ImageTool
     /**
      * {@code --image-dir}, else {@code $QVM_IMAGE_DIR}, else {@code out/image} of the qvm checkout
      * holding the working directory (the {@code ./qvm} launcher sets {@code $QVM_IMAGE_DIR} to its
-     * checkout's). The library has no such fallback: its default is the user cache
-     * ({@link QvmEnvironment#imageRoot()}).
+     * checkout's). The CLI gives the backend this directory, so it is the only place searched; the
+     * library alone never looks for a checkout: it searches {@code $QVM_IMAGE_DIR}, the user cache,
+     * then the local Maven repository ({@link io.qvm.backend.image.ImageResolver}).
      */
     Path imageRoot(Path option) {
         if (option != null) {

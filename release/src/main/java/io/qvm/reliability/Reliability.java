@@ -70,7 +70,7 @@ public final class Reliability {
 
         /** The slice the test suite runs. */
         public static Options slice() {
-            return new Options(2, 40, 40, 2, 10, 1);
+            return new Options(1, 20, 20, 2, 10, 1);
         }
     }
 

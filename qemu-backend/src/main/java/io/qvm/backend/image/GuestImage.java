@@ -1,7 +1,6 @@
 package io.qvm.backend.image;
 
 import io.qvm.HostSetupException;
-import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.image.ImageDirectory;
 import io.qvm.protocol.image.ImageManifest;
@@ -53,20 +52,30 @@ public record GuestImage(Arch arch, Path dir, ImageManifest manifest, Map<String
     }
 
     /**
-     * Loads and verifies the image for {@code arch} under {@code root}.
+     * Loads and verifies the image for {@code arch} under {@code root} (in {@code <root>/<arch>}).
      *
      * @throws HostSetupException naming the missing file or the mismatching hash, and how to rebuild
      */
     public static GuestImage load(Path root, Arch arch) {
-        Path dir = root.resolve(arch.qemuName());
-        String rebuild = " Build it with: ./qvm image build --arch " + arch.qemuName()
-                + (root.equals(QvmEnvironment.system().imageRoot()) ? "" : " --out " + root);
+        return verify(root.resolve(arch.qemuName()), arch,
+                "Build it with: ./qvm image build --arch " + arch.qemuName() + " --out " + root);
+    }
+
+    /**
+     * Loads and verifies the image directory {@code dir} for {@code arch}: every file against
+     * {@code SHA256SUMS} and the manifest ({@link ImageDirectory#verify}).
+     *
+     * @param fix the sentence that ends the error, saying what to do (e.g. how to rebuild)
+     * @throws HostSetupException {@code IMAGE_INVALID}: no such directory, or its first problem, then {@code fix}
+     */
+    public static GuestImage verify(Path dir, Arch arch, String fix) {
         if (!Files.isDirectory(dir)) {
-            throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, "no guest image for " + arch.qemuName() + " at " + dir + "." + rebuild);
+            throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, "no guest image for " + arch.qemuName()
+                    + " at " + dir + ". " + fix);
         }
         ImageDirectory.Verified v = ImageDirectory.verify(dir, arch);
         if (!v.ok()) {
-            throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, v.problems().get(0) + "." + rebuild);
+            throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, v.problems().get(0) + ". " + fix);
         }
         return new GuestImage(arch, dir, v.manifest().orElseThrow(), v.sha256());
     }

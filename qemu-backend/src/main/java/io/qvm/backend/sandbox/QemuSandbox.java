@@ -71,6 +71,11 @@ public final class QemuSandbox implements Sandbox {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final CompletableFuture<Void> exit = new CompletableFuture<>();
     private final Object requestLock = new Object();
+    /** What the transport had discarded when the worker was READY: after that, anything more is the worker's doing. */
+    private final long discardedBytesAtReady;
+    private final long discardedFramesAtReady;
+    /** How often a request in flight looks for bytes or frames that answer nothing. */
+    private static final long STRAY_CHECK_MILLIS = 200;
     private volatile StopReport stopReport;
 
     /**
@@ -90,6 +95,8 @@ public final class QemuSandbox implements Sandbox {
         this.qemu = p.qemu();
         this.qmp = p.qmp();
         this.transport = p.transport();
+        this.discardedBytesAtReady = transport.discardedBytes();
+        this.discardedFramesAtReady = transport.discardedFrames();
         this.state = p.state();
         this.sockets = p.sockets();
         this.console = p.console();
@@ -165,10 +172,29 @@ public final class QemuSandbox implements Sandbox {
         ensureOpen();
         synchronized (requestLock) {
             ensureOpen();
+            if (request.body().length > limits.maxRequestBytes()) {
+                throw new RenderFailedException(ErrorCode.TOO_LARGE, "the " + what + " request of " + request.body().length
+                        + " bytes is above the limit of " + limits.maxRequestBytes() + " bytes; nothing was sent"
+                        + " (limits come from SandboxConfig.maxRequestBytes)");
+            }
             CompletableFuture<Frame> reply = transport.request(request);
             Duration deadline = config.requestTimeout();
+            long end = System.nanoTime() + deadline.toNanos();
             try {
-                return reply.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
+                while (true) {
+                    long left = end - System.nanoTime();
+                    if (left <= 0) {
+                        throw new TimeoutException();
+                    }
+                    try {
+                        Frame answer = reply.get(Math.min(TimeUnit.NANOSECONDS.toMillis(left) + 1, STRAY_CHECK_MILLIS),
+                                TimeUnit.MILLISECONDS);
+                        refuseStrays(what, reply);
+                        return answer;
+                    } catch (TimeoutException slice) {
+                        refuseStrays(what, reply);
+                    }
+                }
             } catch (TimeoutException e) {
                 reply.cancel(false);
                 String consoleTail = qemu.consoleTail(QemuProcess.TAIL_BYTES);
@@ -179,6 +205,9 @@ public final class QemuSandbox implements Sandbox {
                         + "next request (or raise SandboxConfig.requestTimeout).", null, consoleTail, stderrTail,
                         console.workerExitStatus().orElse(null));
             } catch (ExecutionException e) {
+                if (e.getCause() instanceof WorkerErrorException) {
+                    refuseStrays(what, reply); // an ERROR answer is an answer: what came with it counts too
+                }
                 throw mapFailure(e.getCause(), what);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -187,15 +216,28 @@ public final class QemuSandbox implements Sandbox {
         }
     }
 
+    /**
+     * After READY the worker sends nothing but one answer per request, under that request's id: a
+     * stray byte (garbage between frames) or a frame that answers no waiting request (another
+     * request's id, a second answer) means the worker no longer speaks the protocol — the document
+     * may have taken it over — so the sandbox is stopped, whatever answer may have come with it.
+     */
+    private void refuseStrays(String what, CompletableFuture<Frame> reply) {
+        long bytes = transport.discardedBytes() - discardedBytesAtReady;
+        long frames = transport.discardedFrames() - discardedFramesAtReady;
+        if (bytes > 0 || frames > 0) {
+            reply.cancel(false);
+            throw violation(what, "after READY it sent " + (bytes > 0 ? bytes + " bytes that are not frames" : "")
+                    + (bytes > 0 && frames > 0 ? " and " : "") + (frames > 0 ? frames + " frames that answer no waiting"
+                    + " request (another request's id, or a second answer)" : ""), null);
+        }
+    }
+
     private SandboxException mapFailure(Throwable cause, String what) {
         if (cause instanceof WorkerErrorException w) {
             return new RenderFailedException(w.code(), w.reply().message());
         }
-        if (cause instanceof FrameTooLargeException t) {
-            return new RenderFailedException(ErrorCode.TOO_LARGE, what + " " + t.getMessage()
-                    + " (limits come from SandboxConfig.maxRequestBytes / maxResponseBytes)");
-        }
-        if (cause instanceof FrameCorruptException
+        if (cause instanceof FrameCorruptException || cause instanceof FrameTooLargeException
                 || cause instanceof TransportException t && t.reason() == TransportException.Reason.FRAME_STALLED) {
             return violation(what, cause.getMessage(), cause);
         }

@@ -92,6 +92,11 @@ public final class FakeWorker implements AutoCloseable {
             return new AnswerAfterNext();
         }
 
+        /** Answer as usual but under another request's id ({@code delta} added to the right one). */
+        static Effect wrongId(long delta) {
+            return new WrongId(delta);
+        }
+
         /** Write these raw bytes, then answer normally. */
         static Effect rawBytesThenNormal(byte[] bytes) {
             return new RawBytesThenNormal(bytes.clone());
@@ -130,6 +135,9 @@ public final class FakeWorker implements AutoCloseable {
     }
 
     record RawBytesThenNormal(byte[] bytes) implements Effect {
+    }
+
+    record WrongId(long delta) implements Effect {
     }
 
     record PartialReply(int declaredBytes, int sentBytes) implements Effect {
@@ -378,6 +386,9 @@ public final class FakeWorker implements AutoCloseable {
                     writer.write(new Frame(replyKind(f), f.requestId(), null, new byte[r.bytes()]));
                 } else if (effect instanceof Error e) {
                     writer.write(Messages.toFrame(new ErrorReply(f.requestId(), e.code(), e.message())));
+                } else if (effect instanceof WrongId w) {
+                    Frame right = normalAnswer(f);
+                    writer.write(new Frame(right.kind(), right.requestId() + w.delta(), right.header(), right.body()));
                 } else if (effect instanceof RawBytesThenNormal r) {
                     out.write(r.bytes());
                     writer.write(normalAnswer(f));
