@@ -43,14 +43,14 @@ final class ReleaseCommand implements Callable<Integer> {
     boolean help;
 
     @Option(names = "--version", paramLabel = "V", description = "The release version (default: the project's, "
-            + "${DEFAULT-VALUE}).")
-    String version = Release.projectVersion();
+            + "the one the backend looks for in a Maven repository).")
+    String version;
 
     @Option(names = "--out", paramLabel = "DIR", description = "Where VERSION/ is published (default out/release).")
     Path out;
 
     @Option(names = "--maven-repo", paramLabel = "DIR", description = "The local Maven repository to install into "
-            + "(default: -Dmaven.repo.local, else ~/.m2/repository).")
+            + "(default: where the backend looks: -Dmaven.repo.local, $QVM_MAVEN_REPO, settings.xml's, ~/.m2/repository).")
     Path mavenRepo;
 
     @Option(names = "--arch", paramLabel = "x86_64|aarch64", converter = ImageCommand.ArchConverter.class,
@@ -83,7 +83,7 @@ final class ReleaseCommand implements Callable<Integer> {
                 + Runtime.getRuntime().availableProcessors() + " cores";
         Release.Builder b;
         try {
-            b = Release.builder().version(version);
+            b = Release.builder().version(version != null ? version : Release.projectVersion());
         } catch (IllegalArgumentException e) {
             throw new CliException(ExitCode.USAGE, "USAGE", e.getMessage(), "qvm release --help", e);
         }

@@ -1,5 +1,7 @@
 package io.qvm.release;
 
+import io.qvm.backend.image.ImageArtifact;
+import io.qvm.backend.image.LocalMavenRepository;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.io.Writer;
@@ -22,21 +24,22 @@ import org.eclipse.aether.supplier.RepositorySystemSupplier;
 
 /**
  * Installs a release's images into a local Maven repository the way Maven's own install does,
- * through Maven Resolver: {@value #GROUP}:{@value #ARTIFACT}:{@code <version>}, a {@code pom}
- * (written with Maven's model writer) and per architecture a {@code zip} ({@link ImageZip}) and a
- * {@code json} (its {@code manifest.json}), each with classifier {@link Arch#qemuName()}:
+ * through Maven Resolver: {@link ImageArtifact}'s {@code io.qvm:qvm-image:<version>}, a {@code pom}
+ * (written with Maven's model writer) and per architecture a {@code zip} ({@link ImageZipWriter})
+ * and a {@code json} (its {@code manifest.json}), each with classifier {@link Arch#qemuName()}:
  * <pre>
  * &lt;repo&gt;/io/qvm/qvm-image/&lt;v&gt;/qvm-image-&lt;v&gt;.pom
  * &lt;repo&gt;/io/qvm/qvm-image/&lt;v&gt;/qvm-image-&lt;v&gt;-x86_64.zip   qvm-image-&lt;v&gt;-x86_64.json
  * &lt;repo&gt;/io/qvm/qvm-image/&lt;v&gt;/qvm-image-&lt;v&gt;-aarch64.zip  qvm-image-&lt;v&gt;-aarch64.json
  * </pre>
  * (plus Resolver's {@code maven-metadata-local.xml} and {@code _remote.repositories}). The
- * backend's image resolution finds an image there by these coordinates.
+ * repository is the one the backend's image resolver looks in ({@link LocalMavenRepository})
+ * unless the caller names another, and the coordinates are the ones it looks for.
  */
 public final class MavenInstaller {
 
-    public static final String GROUP = "io.qvm";
-    public static final String ARTIFACT = "qvm-image";
+    public static final String GROUP = ImageArtifact.GROUP_ID;
+    public static final String ARTIFACT = ImageArtifact.ARTIFACT_ID;
 
     /** The files an install wrote (the artifacts' paths in the repository). */
     public record Installed(Path repository, List<Path> files) {
@@ -49,24 +52,20 @@ public final class MavenInstaller {
     }
 
     /**
-     * The local repository: {@code option} if given, else the {@code maven.repo.local} system
-     * property, else {@code ~/.m2/repository}.
+     * The local repository: {@code option} if given, else where the backend looks
+     * ({@link LocalMavenRepository#system()}: {@code -Dmaven.repo.local}, {@code $QVM_MAVEN_REPO},
+     * {@code <localRepository>} of {@code ~/.m2/settings.xml}, {@code ~/.m2/repository}).
      */
     public static Path localRepository(Path option) {
         if (option != null) {
             return option.toAbsolutePath().normalize();
         }
-        String prop = System.getProperty("maven.repo.local");
-        if (prop != null && !prop.isBlank()) {
-            return Path.of(prop).toAbsolutePath().normalize();
-        }
-        return Path.of(System.getProperty("user.home"), ".m2", "repository");
+        return LocalMavenRepository.system().root();
     }
 
     /** Where an artifact of this release lands in {@code repo} (classifier null for the POM). */
     public static Path path(Path repo, String version, String classifier, String extension) {
-        return repo.resolve(GROUP.replace('.', '/')).resolve(ARTIFACT).resolve(version)
-                .resolve(ARTIFACT + "-" + version + (classifier == null ? "" : "-" + classifier) + "." + extension);
+        return new LocalMavenRepository(repo, "the release's").artifact(GROUP, ARTIFACT, version, classifier, extension);
     }
 
     /** Writes the release's POM ({@code pom} packaging, no dependencies) into {@code file}. */

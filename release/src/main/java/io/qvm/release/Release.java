@@ -1,5 +1,6 @@
 package io.qvm.release;
 
+import io.qvm.backend.QvmVersion;
 import io.qvm.image.ImageInfo;
 import io.qvm.image.PackageLock;
 import io.qvm.image.PackageStore;
@@ -8,8 +9,6 @@ import io.qvm.protocol.image.ImageDirectory;
 import io.qvm.protocol.image.ImageManifest;
 import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -20,7 +19,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.Properties;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
@@ -133,7 +131,7 @@ public final class Release {
     private final String host;
 
     private Release(Builder b) {
-        this.version = b.version;
+        this.version = b.version != null ? b.version : projectVersion();
         this.outDir = b.outDir.toAbsolutePath().normalize();
         this.archs = b.archs;
         this.mavenRepo = MavenInstaller.localRepository(b.mavenRepo);
@@ -151,18 +149,15 @@ public final class Release {
         return new Builder();
     }
 
-    /** The project's version, as the build wrote it into this module ({@code release.properties}). */
+    /**
+     * The project's version, as the build wrote it for the backend ({@link QvmVersion}): the
+     * version the backend's image resolver looks for in a Maven repository.
+     *
+     * @throws IllegalStateException the class path has no filled-in version (not built by Maven)
+     */
     public static String projectVersion() {
-        try (InputStream in = Release.class.getResourceAsStream("release.properties")) {
-            Properties p = new Properties();
-            if (in != null) {
-                p.load(in);
-            }
-            String v = p.getProperty("version", "");
-            return v.isBlank() || v.startsWith("${") ? "0.1.0-SNAPSHOT" : v;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return QvmVersion.current().orElseThrow(() -> new IllegalStateException("no project version on the class "
+                + "path (" + QvmVersion.RESOURCE + "): build qvm with Maven, or give the release a --version"));
     }
 
     /** Runs every step; never throws for a step that failed (see {@link Result#failure()}). */
@@ -430,7 +425,7 @@ public final class Release {
                 Map<Arch, Path> manifests = new LinkedHashMap<>();
                 for (Arch a : archs) {
                     Path zip = dir.resolve(MavenInstaller.ARTIFACT + "-" + version + "-" + a.id() + ".zip");
-                    ImageZip.write(published.resolve(a.id()), zip);
+                    ImageZipWriter.write(published.resolve(a.id()), zip);
                     zips.put(a, zip);
                     // A copy: Resolver may hard-link what it installs, and the published file stays its own.
                     Path manifest = dir.resolve(MavenInstaller.ARTIFACT + "-" + version + "-" + a.id() + ".json");
@@ -519,7 +514,7 @@ public final class Release {
 
     /** Builder; defaults in one place. */
     public static final class Builder {
-        private String version = projectVersion();
+        private String version;
         private Path outDir = ImageInfo.repoRoot().resolve("out").resolve("release");
         private List<Arch> archs = ARCHS;
         private Path mavenRepo;
@@ -538,9 +533,10 @@ public final class Release {
 
         /** The release version (default: the project's, {@link #projectVersion()}). */
         public Builder version(String v) {
-            if (v == null || !v.matches("[0-9A-Za-z][0-9A-Za-z._-]*") || v.length() > 64) {
-                throw new IllegalArgumentException("a release version is letters, digits, '.', '_' and '-' "
-                        + "(at most 64, not starting with a punctuation mark), got '" + v + "'");
+            if (!QvmVersion.usable(v)) {
+                throw new IllegalArgumentException("a release version names a directory of a Maven repository: "
+                        + "letters, digits, '.', '_', '+' and '-', at most 100, starting with a letter or digit, no "
+                        + "'..'; got '" + v + "'");
             }
             this.version = v;
             return this;

@@ -85,7 +85,7 @@ class ReleaseCommandTest {
         CliRun.Result r = CliRun.run(context(ScriptedGate.passing()), "release", "--version", "../up", "--out",
                 tmp.resolve("out").toString());
         assertEquals(2, r.exit(), r.toString());
-        assertTrue(r.err().contains("a release version is"), r.err());
+        assertTrue(r.err().contains("a release version names a directory of a Maven repository"), r.err());
         CliRun.Result help = CliRun.run(context(ScriptedGate.passing()), "release", "--help");
         assertEquals(0, help.exit(), help.toString());
         assertTrue(help.out().contains("--skip-reproduce"), help.out());

@@ -41,7 +41,7 @@ class MavenInstallerTest {
                 Files.writeString(dir.resolve(f), f + " of " + a);
             }
             Path zip = tmp.resolve(a.id() + ".zip");
-            ImageZip.write(dir, zip);
+            ImageZipWriter.write(dir, zip);
             zips.put(a, zip);
             manifests.put(a, dir.resolve("manifest.json"));
         }
@@ -76,32 +76,30 @@ class MavenInstallerTest {
     }
 
     @Test
-    void theRepositoryIsTheOptionThenMavensPropertyThenTheUsersDefault() {
+    void theRepositoryIsTheOptionElseTheOneTheBackendLooksIn() {
         assertEquals(tmp.resolve("r"), MavenInstaller.localRepository(tmp.resolve("r")));
-        String before = System.getProperty("maven.repo.local");
-        try {
-            System.setProperty("maven.repo.local", tmp.resolve("p").toString());
-            assertEquals(tmp.resolve("p"), MavenInstaller.localRepository(null));
-            System.clearProperty("maven.repo.local");
-            assertEquals(Path.of(System.getProperty("user.home"), ".m2", "repository"),
-                    MavenInstaller.localRepository(null));
-        } finally {
-            if (before == null) {
-                System.clearProperty("maven.repo.local");
-            } else {
-                System.setProperty("maven.repo.local", before);
-            }
-        }
+        assertEquals(io.qvm.backend.image.LocalMavenRepository.system().root(), MavenInstaller.localRepository(null));
     }
 
     @Test
-    void theImageZipIsTheSameBytesEveryTime() throws Exception {
+    void theImageZipIsTheSameBytesEveryTimeAndHoldsTheImageOnly() throws Exception {
         Path dir = Files.createDirectories(tmp.resolve("img"));
-        Files.writeString(dir.resolve("vmlinuz"), "k");
-        Files.writeString(dir.resolve("manifest.json"), "{}");
-        ImageZip.write(dir, tmp.resolve("1.zip"));
+        for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS")) {
+            Files.writeString(dir.resolve(f), f);
+        }
+        ImageZipWriter.write(dir, tmp.resolve("1.zip"));
         Files.setLastModifiedTime(dir.resolve("vmlinuz"), java.nio.file.attribute.FileTime.fromMillis(0));
-        ImageZip.write(dir, tmp.resolve("2.zip"));
+        ImageZipWriter.write(dir, tmp.resolve("2.zip"));
         assertEquals(-1, Files.mismatch(tmp.resolve("1.zip"), tmp.resolve("2.zip")));
+
+        Files.writeString(dir.resolve("notes.txt"), "?");
+        java.io.IOException e = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                () -> ImageZipWriter.write(dir, tmp.resolve("3.zip")));
+        assertTrue(e.getMessage().contains("notes.txt does not belong"), e.getMessage());
+        Files.delete(dir.resolve("notes.txt"));
+        Files.delete(dir.resolve("SHA256SUMS"));
+        e = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                () -> ImageZipWriter.write(dir, tmp.resolve("4.zip")));
+        assertTrue(e.getMessage().contains("lacks [SHA256SUMS]"), e.getMessage());
     }
 }

@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.image.ImageResolver;
+import io.qvm.backend.image.LocalMavenRepository;
 import io.qvm.image.PackageLock;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.image.ImageDirectory;
@@ -13,6 +16,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Tag;
@@ -91,6 +95,17 @@ class ReleaseTest {
         }
         assertTrue(Files.isRegularFile(MavenInstaller.path(repo(), V, null, "pom")));
         assertEquals(5, r.mavenFiles().size(), r.mavenFiles().toString());
+        for (Arch a : Release.ARCHS) {
+            // The backend's resolver, with nothing anywhere else, finds exactly the released image in the repository.
+            ImageResolver.Resolved found = ImageResolver.builder()
+                    .environment(QvmEnvironment.of(Map.of("QVM_CACHE", tmp.resolve("user-cache").toString()),
+                            tmp.resolve("home").toString(), "Linux"))
+                    .mavenRepository(new LocalMavenRepository(repo(), "the test's")).version(V).build().resolve(a);
+            assertEquals(ImageResolver.Source.MAVEN_REPOSITORY, found.source());
+            for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
+                assertEquals(-1, Files.mismatch(found.dir().resolve(f), rel.resolve(a.id()).resolve(f)), f);
+            }
+        }
 
         JsonNode report = new ObjectMapper().readTree(rel.resolve("release.json").toFile());
         assertEquals("qvm.release/1", report.path("schema").asText());

@@ -1,5 +1,6 @@
 package io.qvm.release;
 
+import io.qvm.backend.image.ImageArtifact;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -14,25 +15,38 @@ import java.util.zip.ZipEntry;
 import java.util.zip.ZipOutputStream;
 
 /**
- * The Maven artifact of one staged image: a zip whose entries sit at its root, exactly the files
- * of the image directory (rel-shared: {@code vmlinuz}, {@code initramfs.cpio.gz},
- * {@code manifest.json}, {@code SHA256SUMS}, {@code sbom.cdx.json}), so that unzipping it into
- * {@code <root>/<arch>/} gives an image directory the backend verifies as it is. Deterministic:
- * entries sorted by name, one fixed DOS time (1980-01-01), no extra fields; the already compressed
- * kernel and initramfs are stored, the rest deflated.
+ * Writes the Maven artifact of one staged image, {@link ImageArtifact}'s zip: its entries sit at
+ * its root, exactly the files of the image directory ({@link ImageArtifact#REQUIRED} and the SBOM,
+ * {@link ImageArtifact#OPTIONAL}), so that the backend's resolver unpacks it into an image
+ * directory that verifies as it is. Deterministic: entries sorted by name, one fixed DOS time
+ * (1980-01-01), no extra fields; the already compressed kernel and initramfs are stored, the rest
+ * deflated. A directory with any other file, or without a required one, is refused.
  */
-public final class ImageZip {
+public final class ImageZipWriter {
 
     private static final LocalDateTime FIXED_TIME = LocalDateTime.of(1980, 1, 1, 0, 0);
 
-    private ImageZip() {
+    private ImageZipWriter() {
     }
 
     /** Zips the regular files directly in {@code imageDir} into {@code zip}. */
     public static void write(Path imageDir, Path zip) throws IOException {
         List<Path> files;
         try (Stream<Path> s = Files.list(imageDir)) {
-            files = s.filter(Files::isRegularFile).sorted().toList();
+            files = s.sorted().toList();
+        }
+        List<String> names = files.stream().map(f -> f.getFileName().toString()).toList();
+        for (Path f : files) {
+            String name = f.getFileName().toString();
+            if (!Files.isRegularFile(f, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                    || !(ImageArtifact.REQUIRED.contains(name) || ImageArtifact.OPTIONAL.contains(name))) {
+                throw new IOException(f + " does not belong in an image zip (" + ImageArtifact.REQUIRED + " and "
+                        + ImageArtifact.OPTIONAL + " only)");
+            }
+        }
+        if (!names.containsAll(ImageArtifact.REQUIRED)) {
+            throw new IOException(imageDir + " lacks " + ImageArtifact.REQUIRED.stream()
+                    .filter(n -> !names.contains(n)).toList() + " for an image zip");
         }
         try (OutputStream fo = new BufferedOutputStream(Files.newOutputStream(zip), 1 << 16);
                 ZipOutputStream out = new ZipOutputStream(fo)) {
