@@ -1,0 +1,104 @@
+package io.qvm.release;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.qvm.SandboxConfig;
+import io.qvm.image.ImageInfo;
+import io.qvm.protocol.image.Arch;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalTime;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The release pipeline with the product's gate ({@link HostGate}), booting real QEMU: a good
+ * image is built twice and compared, passes the gate and is published and installed; an image
+ * whose worker never answers fails the gate at its boot and nothing is published or installed.
+ * The suite releases the host's architecture only (the aarch64 image's gate — a boot under TCG
+ * with {@code qemu-system-aarch64}, the handshake, one SVG and one PDF — is what {@code ./qvm
+ * release} adds, some four minutes more here).
+ */
+@Tag("e2e")
+@Tag("qemu")
+class ReleaseE2ETest {
+
+    private static final Arch HOST = Arch.fromOsArch(System.getProperty("os.arch")).orElseThrow();
+
+    @TempDir
+    Path tmp;
+
+    @Test
+    void aGoodImagePassesTheGateAndIsPublishedAndInstalled() throws IOException {
+        Path out = tmp.resolve("out");
+        Path repo = tmp.resolve("repo");
+        Release.Result r = Release.builder().archs(List.of(HOST)).outDir(out).mavenRepository(repo)
+                .gate(new HostGate(HostGate.Options.defaults())).progress(ReleaseE2ETest::log).build().run();
+        String md = ReleaseReport.markdown(r, "test host");
+        System.out.println(md);
+        assertTrue(r.ok(), md);
+        for (String step : List.of("lock", "build:" + HOST.id(), "reproduce:" + HOST.id(), "sbom:" + HOST.id(),
+                "gate:" + HOST.id() + ":boot", "gate:" + HOST.id() + ":handshake",
+                "gate:" + HOST.id() + ":render-corpus", "gate:" + HOST.id() + ":clone",
+                "gate:" + HOST.id() + ":nothing-left", "verify-staged", "publish", "maven-install")) {
+            assertTrue(r.steps().stream().anyMatch(s -> s.name().equals(step) && s.ok()), step + " in " + md);
+        }
+        Path published = out.resolve(r.version());
+        for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
+            assertTrue(Files.isRegularFile(published.resolve(HOST.id()).resolve(f)), f);
+        }
+        for (String f : List.of("SHA256SUMS", "release.json", "release.md")) {
+            assertTrue(Files.isRegularFile(published.resolve(f)), f);
+        }
+        Path installed = repo.resolve("io/qvm/qvm-image").resolve(r.version());
+        String base = "qvm-image-" + r.version();
+        for (String f : List.of(base + ".pom", base + "-" + HOST.id() + ".zip", base + "-" + HOST.id() + ".json")) {
+            assertTrue(Files.isRegularFile(installed.resolve(f)), f);
+        }
+        assertEquals(List.of(r.version()), names(out), "nothing but the release in " + out);
+    }
+
+    @Test
+    void anImageWhoseWorkerNeverAnswersFailsTheGateAndNothingIsPublished() throws IOException {
+        Path out = tmp.resolve("out");
+        Path repo = tmp.resolve("repo");
+        Path silent = SilentWorker.jar(ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar"),
+                tmp.resolve("silent-worker.jar"));
+        HostGate.Options d = HostGate.Options.defaults();
+        HostGate.Options quick = new HostGate.Options(d.backends(),
+                SandboxConfig.builder().bootTimeout(Duration.ofSeconds(100)).build(), d.crossConfig(), d.stopTimeout(),
+                d.fullSuite(), d.runtimeRoot());
+        Release.Result r = Release.builder().archs(List.of(HOST)).reproduce(false).workerJar(silent).outDir(out)
+                .mavenRepository(repo).gate(new HostGate(quick)).progress(ReleaseE2ETest::log).build().run();
+        String md = ReleaseReport.markdown(r, "test host");
+        System.out.println(md);
+        assertFalse(r.ok(), md);
+        ReleaseStep failed = r.failure().orElseThrow();
+        assertEquals("gate:" + HOST.id() + ":boot", failed.name(), md);
+        assertTrue(failed.evidence().contains("READY") || failed.evidence().contains("ready"), failed.evidence());
+        assertFalse(r.steps().stream().anyMatch(s -> s.name().equals("publish")), "no publish step ran: " + md);
+        assertEquals(List.of(), names(out), "nothing published, no staging left in " + out);
+        assertFalse(Files.exists(repo.resolve("io/qvm/qvm-image")), "nothing installed");
+    }
+
+    private static List<String> names(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    private static void log(String line) {
+        System.out.println("[release " + LocalTime.now().withNano(0) + "] " + line);
+        System.out.flush();
+    }
+}
