@@ -82,7 +82,10 @@ class ReleaseE2ETest {
         assertFalse(r.ok(), md);
         ReleaseStep failed = r.failure().orElseThrow();
         assertEquals("gate:" + HOST.id() + ":boot", failed.name(), md);
-        assertTrue(failed.evidence().contains("READY") || failed.evidence().contains("ready"), failed.evidence());
+        assertTrue(failed.evidence().contains("no answer within the boot deadline"), "the boot deadline, not another failure: "
+                + failed.evidence());
+        assertTrue(failed.evidence().contains("silent worker: reading nothing"),
+                "the silent worker started and said so on the console: " + failed.evidence());
         assertFalse(r.steps().stream().anyMatch(s -> s.name().equals("publish")), "no publish step ran: " + md);
         assertEquals(List.of(), names(out), "nothing published, no staging left in " + out);
         assertFalse(Files.exists(repo.resolve("io/qvm/qvm-image")), "nothing installed");

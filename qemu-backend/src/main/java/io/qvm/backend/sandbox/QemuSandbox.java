@@ -177,6 +177,7 @@ public final class QemuSandbox implements Sandbox {
                         + " bytes is above the limit of " + limits.maxRequestBytes() + " bytes; nothing was sent"
                         + " (limits come from SandboxConfig.maxRequestBytes)");
             }
+            refuseStrays(what, null); // what came after the last answer: never hand the next document to that worker
             CompletableFuture<Frame> reply = transport.request(request);
             Duration deadline = config.requestTimeout();
             long end = System.nanoTime() + deadline.toNanos();
@@ -226,7 +227,9 @@ public final class QemuSandbox implements Sandbox {
         long bytes = transport.discardedBytes() - discardedBytesAtReady;
         long frames = transport.discardedFrames() - discardedFramesAtReady;
         if (bytes > 0 || frames > 0) {
-            reply.cancel(false);
+            if (reply != null) {
+                reply.cancel(false);
+            }
             throw violation(what, "after READY it sent " + (bytes > 0 ? bytes + " bytes that are not frames" : "")
                     + (bytes > 0 && frames > 0 ? " and " : "") + (frames > 0 ? frames + " frames that answer no waiting"
                     + " request (another request's id, or a second answer)" : ""), null);
