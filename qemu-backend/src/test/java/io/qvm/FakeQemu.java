@@ -70,6 +70,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *  renderPng=WxH         RENDER is answered with a real W×H PNG …
  *  renderReports=WxH     … whose RENDER_RESULT header says W×H (default: the PNG's size; set it
  *                        to something else for a worker that lies)
+ *  staleBeforeReady=N    N stray bytes on the worker's port before READY (what an earlier session left)
  *  firstReply=EFFECT     the first request after READY is answered by a hostile worker:
  *                        garbage (1000 stray bytes, then the answer), wrong-id (the answer under
  *                        another id), oversize (a reply above the response limit)
@@ -184,6 +185,10 @@ public final class FakeQemu {
             }
         }
         FakeWorker.Builder script = FakeWorker.builder().answerHello(!dies && initError == null);
+        String stale = scenario.getProperty("staleBeforeReady");
+        if (stale != null) {
+            script.onConnect(FakeWorker.garbage(Integer.parseInt(stale), 11));
+        }
         String png = scenario.getProperty("renderPng");
         if (png != null) {
             int[] real = size(png);

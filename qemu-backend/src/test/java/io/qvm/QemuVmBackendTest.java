@@ -259,6 +259,19 @@ class QemuVmBackendTest {
         }
     }
 
+    @Test
+    @Tag("security")
+    void strayBytesBeforeReadyAreAnEarlierSessionsAndNoViolation() throws Exception {
+        host.set("staleBeforeReady", "5000");
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            assertTrue(s.bootReport().notes().stream().anyMatch(n -> n.contains("stale bytes")), s.bootReport().notes()::toString);
+            assertArrayEquals(new byte[] {4, 2}, s.echo(new byte[] {4, 2}));
+            assertArrayEquals(new byte[] {4, 3}, s.echo(new byte[] {4, 3}));
+            assertTrue(s.isAlive());
+        }
+    }
+
     @org.junit.jupiter.params.ParameterizedTest
     @org.junit.jupiter.params.provider.CsvSource({
             "garbage, 1000 bytes that are not frames",
