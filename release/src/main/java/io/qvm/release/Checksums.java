@@ -8,19 +8,23 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.stream.Stream;
 
 /**
  * A release's checksum file, {@code <version>/SHA256SUMS}: one line per published file in
  * sha256sum format ({@code <64 hex>  <path>}), paths relative to the release directory with
- * {@code /}, sorted; {@code sha256sum -c SHA256SUMS} checks a release by hand. {@link #verify}
- * is what the release runs before it publishes: every listed file re-hashed, no file missing and
- * none unlisted.
+ * {@code /}, sorted; {@code sha256sum -c SHA256SUMS} checks a release by hand.
+ * {@link #verify(Path, Map)} is what the release runs before it publishes: every file re-hashed
+ * against the sums {@link #write} returned at staging (not against the files, which whoever changes
+ * one could rewrite too), no file missing and none unrecorded.
  */
 public final class Checksums {
 
     public static final String FILE = "SHA256SUMS";
+
+    private static final String RECORDED = "the sums recorded at staging";
 
     private Checksums() {
     }
@@ -76,40 +80,73 @@ public final class Checksums {
      * does not match (with both hashes), is missing, or is not listed; empty when all match.
      */
     public static List<String> verify(Path dir) {
-        List<String> problems = new ArrayList<>();
         Map<String, String> recorded;
         try {
             recorded = read(dir);
         } catch (IOException e) {
             return List.of("cannot read " + dir.resolve(FILE) + ": " + e.getMessage());
         }
-        List<String> present;
+        return verify(dir, recorded, FILE, Set.of(FILE));
+    }
+
+    /**
+     * What differs between {@code dir}'s files and {@code recorded}, the path → SHA-256 that
+     * {@link #write} returned when they were staged, with the checksum file's own added: like
+     * {@link #verify(Path)}, but nothing comes from {@code dir}, so a file rewritten together with
+     * every checksum file that lists it still shows. Every file must be recorded, checksum files
+     * included.
+     */
+    public static List<String> verify(Path dir, Map<String, String> recorded) {
+        return verify(dir, recorded, RECORDED, Set.of());
+    }
+
+    private static List<String> verify(Path dir, Map<String, String> recorded, String source, Set<String> ignored) {
+        List<String> problems = new ArrayList<>();
+        Map<String, String> actual = new TreeMap<>();
         try {
-            present = files(dir);
-        } catch (IOException e) {
-            return List.of("cannot list " + dir + ": " + e.getMessage());
-        }
-        for (Map.Entry<String, String> e : recorded.entrySet()) {
-            Path p = dir.resolve(e.getKey()).normalize();
-            if (!p.startsWith(dir.normalize())) {
-                problems.add(FILE + " names a file outside " + dir + ": " + e.getKey());
-            } else if (!Files.isRegularFile(p)) {
-                problems.add(e.getKey() + " is missing (recorded sha256 " + e.getValue() + ")");
-            } else {
-                try {
-                    String actual = Sha256.of(p);
-                    if (!actual.equals(e.getValue())) {
-                        problems.add("checksum mismatch for " + e.getKey() + ": recorded sha256 " + e.getValue()
-                                + ", the file now has " + actual + " (it changed after staging)");
-                    }
-                } catch (IOException ex) {
-                    problems.add("cannot read " + p + ": " + ex.getMessage());
+            for (String f : files(dir)) {
+                if (!ignored.contains(f)) { // a checksum file does not list itself
+                    actual.put(f, Sha256.of(dir.resolve(f)));
                 }
             }
+        } catch (IOException e) {
+            return List.of("cannot read " + dir + ": " + e.getMessage());
         }
-        for (String f : present) {
-            if (!f.equals(FILE) && !recorded.containsKey(f)) {
-                problems.add(f + " is not in " + FILE + " (it appeared after staging)");
+        Map<String, String> inside = new TreeMap<>();
+        recorded.forEach((f, h) -> {
+            if (dir.resolve(f).normalize().startsWith(dir.normalize())) {
+                inside.put(f, h);
+            } else {
+                problems.add(source + " names a file outside " + dir + ": " + f);
+            }
+        });
+        problems.addAll(compare(inside, actual, source));
+        return problems;
+    }
+
+    /**
+     * What differs between {@code recorded}, sums recorded at staging, and {@code actual} (both
+     * name → SHA-256): one sentence per name whose hash differs (with both hashes), that is missing,
+     * or that was not recorded; empty when they are the same.
+     */
+    public static List<String> compare(Map<String, String> recorded, Map<String, String> actual) {
+        return compare(recorded, actual, RECORDED);
+    }
+
+    private static List<String> compare(Map<String, String> recorded, Map<String, String> actual, String source) {
+        List<String> problems = new ArrayList<>();
+        new TreeMap<>(recorded).forEach((f, h) -> {
+            String now = actual.get(f);
+            if (now == null) {
+                problems.add(f + " is missing (recorded sha256 " + h + ")");
+            } else if (!now.equals(h)) {
+                problems.add("checksum mismatch for " + f + ": recorded sha256 " + h + ", the file now has " + now
+                        + " (it changed after staging)");
+            }
+        });
+        for (String f : new TreeMap<>(actual).keySet()) {
+            if (!recorded.containsKey(f)) {
+                problems.add(f + " is not in " + source + " (it appeared after staging)");
             }
         }
         return problems;

@@ -7,11 +7,19 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.DigestInputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.time.LocalDateTime;
+import java.util.Collections;
+import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.stream.Stream;
 import java.util.zip.CRC32;
 import java.util.zip.ZipEntry;
+import java.util.zip.ZipFile;
 import java.util.zip.ZipOutputStream;
 
 /**
@@ -67,6 +75,28 @@ public final class ImageZipWriter {
                 out.closeEntry();
             }
         }
+    }
+
+    /**
+     * The SHA-256 of each entry of {@code zip}, by name: what the release compares with the sums it
+     * recorded at staging before it installs the zip.
+     */
+    public static Map<String, String> sha256(Path zip) throws IOException {
+        Map<String, String> out = new TreeMap<>();
+        try (ZipFile z = new ZipFile(zip.toFile())) {
+            for (ZipEntry e : Collections.list(z.entries())) {
+                MessageDigest md = MessageDigest.getInstance("SHA-256");
+                try (InputStream in = new DigestInputStream(z.getInputStream(e), md)) {
+                    in.transferTo(OutputStream.nullOutputStream());
+                }
+                if (out.put(e.getName(), HexFormat.of().formatHex(md.digest())) != null) {
+                    throw new IOException(zip + " holds " + e.getName() + " twice");
+                }
+            }
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JDK has SHA-256", e);
+        }
+        return out;
     }
 
     private static boolean compressed(String name) {

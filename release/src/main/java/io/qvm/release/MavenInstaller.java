@@ -3,14 +3,20 @@ package io.qvm.release;
 import io.qvm.backend.image.ImageArtifact;
 import io.qvm.backend.image.LocalMavenRepository;
 import io.qvm.protocol.image.Arch;
+import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.stream.Stream;
 import org.apache.maven.model.Model;
 import org.apache.maven.model.io.xpp3.MavenXpp3Writer;
 import org.eclipse.aether.RepositorySystem;
@@ -34,7 +40,9 @@ import org.eclipse.aether.supplier.RepositorySystemSupplier;
  * </pre>
  * (plus Resolver's {@code maven-metadata-local.xml} and {@code _remote.repositories}). The
  * repository is the one the backend's image resolver looks in ({@link LocalMavenRepository})
- * unless the caller names another, and the coordinates are the ones it looks for.
+ * unless the caller names another, and the coordinates are the ones it looks for. An install is
+ * taken back with the {@link Undo} recorded before it: the repository as it was, whether the
+ * install failed partway or a later step of the release did.
  */
 public final class MavenInstaller {
 
@@ -47,6 +55,10 @@ public final class MavenInstaller {
             files = List.copyOf(files);
         }
     }
+
+    /** Resolver's record of what it installed, in the version directory and in the artifact's. */
+    static final String METADATA = "maven-metadata-local.xml";
+    static final String TRACKING = "_remote.repositories";
 
     private MavenInstaller() {
     }
@@ -66,6 +78,33 @@ public final class MavenInstaller {
     /** Where an artifact of this release lands in {@code repo} (classifier null for the POM). */
     public static Path path(Path repo, String version, String classifier, String extension) {
         return new LocalMavenRepository(repo, "the release's").artifact(GROUP, ARTIFACT, version, classifier, extension);
+    }
+
+    /** {@code <repo>/io/qvm/qvm-image/<version>}. */
+    public static Path versionDirectory(Path repo, String version) {
+        return path(repo, version, null, "pom").getParent();
+    }
+
+    /** Whether {@code version} is a snapshot as Resolver sees it ({@code -SNAPSHOT}): one a release may replace. */
+    public static boolean isSnapshot(String version) {
+        return new DefaultArtifact(GROUP, ARTIFACT, "pom", version).isSnapshot();
+    }
+
+    /**
+     * An artifact of {@code version} that {@code repo} holds already (a POM, zip or manifest of
+     * {@code qvm-image-<version>}), if any: that version is installed there.
+     */
+    public static Optional<Path> installed(Path repo, String version) {
+        Path dir = versionDirectory(repo, version);
+        if (!Files.isDirectory(dir)) {
+            return Optional.empty();
+        }
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.filter(p -> p.getFileName().toString().startsWith(ARTIFACT + "-" + version))
+                    .filter(p -> Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)).sorted().findFirst();
+        } catch (IOException e) {
+            throw new ReleaseException("cannot list " + dir + ": " + e, e);
+        }
     }
 
     /** Writes the release's POM ({@code pom} packaging, no dependencies) into {@code file}. */
@@ -120,6 +159,77 @@ public final class MavenInstaller {
                     + " into " + repo + ": " + e.getMessage(), e);
         } finally {
             system.shutdown();
+        }
+    }
+
+    /**
+     * A repository as it was before an install, to take the install back: every path the install
+     * writes (the POM, per architecture the zip and the manifest, Resolver's
+     * {@value #TRACKING} and both {@value #METADATA}) with a copy of each that was a file, and the
+     * topmost directory (the version directory, or above it up to the repository) that did not
+     * exist. {@link #restore} puts each copy back, deletes what was not there and that directory;
+     * a path that held something else (a directory) is left as it is.
+     */
+    public static final class Undo {
+        private final Map<Path, Path> copies;
+        private final List<Path> absent;
+        private final Path created;
+
+        private Undo(Map<Path, Path> copies, List<Path> absent, Path created) {
+            this.copies = copies;
+            this.absent = absent;
+            this.created = created;
+        }
+
+        /** Records what an install of {@code version} for {@code archs} would change, copies into {@code copiesDir}. */
+        public static Undo record(Path repo, String version, List<Arch> archs, Path copiesDir) throws IOException {
+            Path dir = versionDirectory(repo, version);
+            List<Path> targets = new ArrayList<>(List.of(path(repo, version, null, "pom")));
+            for (Arch a : archs) {
+                targets.add(path(repo, version, a.qemuName(), "zip"));
+                targets.add(path(repo, version, a.qemuName(), "json"));
+            }
+            targets.addAll(List.of(dir.resolve(TRACKING), dir.resolve(METADATA), dir.getParent().resolve(METADATA)));
+            Files.createDirectories(copiesDir);
+            Map<Path, Path> copies = new LinkedHashMap<>();
+            List<Path> absent = new ArrayList<>();
+            for (Path t : targets) {
+                if (Files.isRegularFile(t, LinkOption.NOFOLLOW_LINKS)) {
+                    copies.put(t, Files.copy(t, copiesDir.resolve(Integer.toString(copies.size())),
+                            StandardCopyOption.COPY_ATTRIBUTES));
+                } else if (!Files.exists(t, LinkOption.NOFOLLOW_LINKS)) {
+                    absent.add(t);
+                }
+            }
+            Path created = null;
+            for (Path d = dir; d.startsWith(repo) && !Files.exists(d, LinkOption.NOFOLLOW_LINKS); d = d.getParent()) {
+                created = d;
+            }
+            return new Undo(copies, absent, created);
+        }
+
+        /** Puts the repository back as it was; what could not be, one sentence each (empty when all was). */
+        public List<String> restore() {
+            List<String> problems = new ArrayList<>();
+            copies.forEach((target, copy) -> {
+                try {
+                    Files.copy(copy, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.COPY_ATTRIBUTES);
+                } catch (IOException e) {
+                    problems.add("could not put back " + target + ": " + e);
+                }
+            });
+            List<Path> delete = new ArrayList<>(absent);
+            if (created != null) {
+                delete.add(created);
+            }
+            for (Path p : delete) {
+                try {
+                    FileTrees.delete(p);
+                } catch (IOException e) {
+                    problems.add("could not remove " + p + ": " + e);
+                }
+            }
+            return problems;
         }
     }
 

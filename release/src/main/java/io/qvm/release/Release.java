@@ -8,6 +8,7 @@ import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.image.ImageDirectory;
 import io.qvm.protocol.image.ImageManifest;
 import io.qvm.protocol.util.FileTrees;
+import io.qvm.protocol.util.Sha256;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
@@ -40,28 +42,35 @@ import java.util.stream.Stream;
  * fails ends the run:
  * <ol>
  * <li>{@code lock}: the lock pins every role for every architecture, the worker jar exists,
- *     {@code OUT/<version>} does not (a release directory is never overwritten); staging starts in
- *     {@code OUT/.staging-<random>};</li>
+ *     {@code OUT/<version>} does not (a release directory is never overwritten), and the Maven
+ *     repository holds no {@code io.qvm:qvm-image:<version>} unless it is a {@code -SNAPSHOT} (which
+ *     the release replaces); staging starts in {@code OUT/.staging-<random>};</li>
  * <li>per architecture {@code build:<arch>} (from the user's package cache) and
  *     {@code reproduce:<arch>}: a second full build from a fresh cache seeded with the same
  *     verified .debs only (every package extracted again), compared with the first byte for byte
  *     ({@link Reproducibility});</li>
  * <li>per architecture {@code sbom:<arch>}: {@code sbom.cdx.json} ({@link ImageSbom});</li>
  * <li>{@code stage}: {@code OUT/.staging-*}/{@code <version>/<arch>/} and the release's
- *     {@code SHA256SUMS} ({@link Checksums});</li>
+ *     {@code SHA256SUMS} ({@link Checksums}); the SHA-256 of every staged file, the checksum files
+ *     included, is kept in memory;</li>
  * <li>{@code gate}: the {@link ReleaseGate} on the staged files (its steps are recorded as
- *     {@code gate:<arch>:<step>});</li>
- * <li>{@code verify-staged}: every staged file against its recorded SHA-256, and each image
- *     directory as the backend verifies it;</li>
+ *     {@code gate:<arch>:<step>}); it must pass, with a passed {@code <arch>:boot} for every staged
+ *     architecture;</li>
+ * <li>{@code verify-staged}: every staged file against the SHA-256 kept at staging (not against
+ *     the staged checksum files, which whatever changed a file could have rewritten too), and each
+ *     image directory as the backend verifies it;</li>
  * <li>{@code publish}: the staged {@code <version>} directory moved to {@code OUT/<version>} in one
  *     rename;</li>
  * <li>{@code maven-install}: the POM, and per architecture the zip and the manifest, into the local
- *     Maven repository ({@link MavenInstaller}); a failure here removes the published directory;</li>
+ *     Maven repository ({@link MavenInstaller}), once the zip's entries and the manifest match the
+ *     SHA-256 kept at staging; a failure here (or later) puts the repository back as it was
+ *     ({@link MavenInstaller.Undo}) and removes the published directory;</li>
  * <li>{@code report}: {@code release.json} and {@code release.md} ({@link ReleaseReport}) in
  *     {@code OUT/<version>}, added to its {@code SHA256SUMS}.</li>
  * </ol>
  * Whatever happens, the staging directory is removed; a failed release leaves {@code OUT} and the
- * Maven repository as they were.
+ * Maven repository as they were, also when a step throws an {@link Error} (which {@link #run}
+ * then rethrows).
  */
 public final class Release {
 
@@ -183,7 +192,10 @@ public final class Release {
         final Map<Arch, ImageSbom.Result> sboms = new LinkedHashMap<>();
         GateResult gateResult;
         Path staging;
+        /** Staged path → SHA-256, as hashed at staging (the release's own SHA256SUMS included). */
+        Map<String, String> recorded;
         Path published;
+        MavenInstaller.Undo undo;
         MavenInstaller.Installed installed;
 
         Result run() {
@@ -204,8 +216,11 @@ public final class Release {
                 step("publish", () -> publish(staged));
                 step("maven-install", this::mavenInstall);
                 step("report", this::report);
-            } catch (Stop stopped) {
+            } catch (Throwable t) {
                 rollBack();
+                if (!(t instanceof Stop)) {
+                    throw t;
+                }
             } finally {
                 if (staging != null) {
                     FileTrees.deleteQuietly(staging);
@@ -272,13 +287,31 @@ public final class Release {
                 throw new ReleaseException(target + " exists already: a release directory is never overwritten; "
                         + "remove it or release another --version");
             }
+            String replaces = checkRepository();
             try {
                 Files.createDirectories(outDir);
                 staging = Files.createTempDirectory(outDir, ".staging-");
             } catch (IOException e) {
                 throw new ReleaseException("cannot create a staging directory in " + outDir + ": " + e, e);
             }
-            return sb + "worker jar " + workerJar + "; version " + version + "; staging in " + staging;
+            return sb + "worker jar " + workerJar + "; version " + version + "; staging in " + staging + replaces;
+        }
+
+        /**
+         * Refuses a version the Maven repository holds already, unless it is a SNAPSHOT: a release
+         * replaces that one (and puts it back if it fails). Says so when it will.
+         */
+        String checkRepository() {
+            Optional<Path> there = MavenInstaller.installed(mavenRepo, version);
+            if (there.isEmpty()) {
+                return "";
+            }
+            if (!MavenInstaller.isSnapshot(version)) {
+                throw new ReleaseException(there.get().getParent() + " holds " + MavenInstaller.GROUP + ":"
+                        + MavenInstaller.ARTIFACT + ":" + version + " already (" + there.get().getFileName() + "): an "
+                        + "installed release is never overwritten; remove that directory or release another --version");
+            }
+            return "; replaces the installed " + version + " in " + mavenRepo + " (put back if the release fails)";
         }
 
         String build(Arch a) {
@@ -347,6 +380,8 @@ public final class Release {
                         Files.move(staging.resolve("build-1").resolve(a.id()), root.resolve(a.id()));
                     }
                     Map<String, String> sums = Checksums.write(root);
+                    recorded = new TreeMap<>(sums);
+                    recorded.put(Checksums.FILE, Sha256.of(root.resolve(Checksums.FILE)));
                     StringBuilder sb = new StringBuilder(sums.size() + " files in " + root + ", recorded in "
                             + Checksums.FILE + ":");
                     for (Arch a : archs) {
@@ -378,6 +413,9 @@ public final class Release {
         void gate(StagedImages staged) {
             step("gate", () -> {
                 GateResult g = gate.run(staged, line -> progress.accept("  " + line));
+                if (g == null) {
+                    throw new ReleaseException("the " + gate.name() + " gate returned no result");
+                }
                 gateResult = g;
                 for (ReleaseStep s : g.steps()) {
                     steps.add(new ReleaseStep("gate:" + s.name(), s.ok(), s.millis(), s.evidence()));
@@ -387,12 +425,19 @@ public final class Release {
                     throw new ReleaseException("the " + g.gate() + " gate failed at gate:" + failed.get().name() + ": "
                             + failed.get().evidence());
                 }
+                for (Arch a : staged.archs()) {
+                    String boot = a.id() + ":boot";
+                    if (g.steps().stream().noneMatch(s -> s.ok() && s.name().equals(boot))) {
+                        throw new ReleaseException("the " + g.gate() + " gate did not boot " + a.id() + " (no passed gate:"
+                                + boot + " step)");
+                    }
+                }
                 return "the " + g.gate() + " gate passed all " + g.steps().size() + " steps";
             });
         }
 
         String verifyStaged(StagedImages staged) {
-            List<String> problems = new ArrayList<>(Checksums.verify(staged.root()));
+            List<String> problems = new ArrayList<>(Checksums.verify(staged.root(), recorded));
             for (Arch a : archs) {
                 problems.addAll(ImageDirectory.verify(staged.dir(a), a).problems());
             }
@@ -400,8 +445,8 @@ public final class Release {
                 throw new ReleaseException("the staged files are not what was built and gated: "
                         + String.join("; ", problems));
             }
-            return "every staged file matches its recorded SHA-256 (" + Checksums.FILE + ") and each image "
-                    + "directory verifies";
+            return "every staged file, " + Checksums.FILE + " included, matches the SHA-256 recorded at staging and "
+                    + "each image directory verifies";
         }
 
         String publish(StagedImages staged) {
@@ -416,6 +461,7 @@ public final class Release {
         }
 
         String mavenInstall() {
+            checkRepository();
             Path dir = staging.resolve("maven");
             try {
                 Files.createDirectories(dir);
@@ -423,6 +469,7 @@ public final class Release {
                 MavenInstaller.writePom(version, pom);
                 Map<Arch, Path> zips = new LinkedHashMap<>();
                 Map<Arch, Path> manifests = new LinkedHashMap<>();
+                List<String> problems = new ArrayList<>();
                 for (Arch a : archs) {
                     Path zip = dir.resolve(MavenInstaller.ARTIFACT + "-" + version + "-" + a.id() + ".zip");
                     ImageZipWriter.write(published.resolve(a.id()), zip);
@@ -431,13 +478,40 @@ public final class Release {
                     Path manifest = dir.resolve(MavenInstaller.ARTIFACT + "-" + version + "-" + a.id() + ".json");
                     Files.copy(published.resolve(a.id()).resolve(ImageDirectory.MANIFEST), manifest);
                     manifests.put(a, manifest);
+                    problems.addAll(artifactProblems(a, zip, manifest));
                 }
+                if (!problems.isEmpty()) {
+                    throw new ReleaseException("the Maven artifacts are not what was staged and gated: "
+                            + String.join("; ", problems));
+                }
+                undo = MavenInstaller.Undo.record(mavenRepo, version, archs, dir.resolve("previous"));
                 installed = MavenInstaller.install(mavenRepo, version, pom, zips, manifests);
             } catch (IOException e) {
                 throw new ReleaseException("cannot prepare the Maven artifacts in " + dir + ": " + e, e);
             }
             return "installed " + MavenInstaller.GROUP + ":" + MavenInstaller.ARTIFACT + ":" + version + " into "
                     + mavenRepo + ": " + installed.files().stream().map(p -> p.getFileName().toString()).toList();
+        }
+
+        /** What differs between {@code a}'s zip and manifest copy and what was recorded at staging. */
+        private List<String> artifactProblems(Arch a, Path zip, Path manifest) throws IOException {
+            String prefix = a.id() + "/";
+            Map<String, String> expected = new TreeMap<>();
+            recorded.forEach((f, h) -> {
+                if (f.startsWith(prefix)) {
+                    expected.put(f.substring(prefix.length()), h);
+                }
+            });
+            List<String> problems = new ArrayList<>();
+            for (String p : Checksums.compare(expected, ImageZipWriter.sha256(zip))) {
+                problems.add(zip.getFileName() + ": " + p);
+            }
+            String copy = Sha256.of(manifest);
+            if (!copy.equals(expected.get(ImageDirectory.MANIFEST))) {
+                problems.add(manifest.getFileName() + ": recorded sha256 " + expected.get(ImageDirectory.MANIFEST)
+                        + ", the copy has " + copy);
+            }
+            return problems;
         }
 
         String report() {
@@ -455,14 +529,10 @@ public final class Release {
 
         /** After a failed step: nothing stays published, nothing stays installed. */
         void rollBack() {
-            if (installed != null) {
-                for (Path p : installed.files()) {
-                    try {
-                        Files.deleteIfExists(p);
-                    } catch (IOException e) {
-                        progress.accept("could not remove " + p + ": " + e);
-                    }
-                }
+            if (undo != null) {
+                undo.restore().forEach(progress);
+                progress.accept("put " + mavenRepo + " back as it was before the install");
+                undo = null;
                 installed = null;
             }
             if (published != null) {

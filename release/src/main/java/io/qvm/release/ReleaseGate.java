@@ -5,9 +5,10 @@ import java.util.function.Consumer;
 /**
  * The gate of a release: what must hold on a real host for the staged images before anything is
  * published. {@link Release} runs it once, after staging and before {@code verify-staged}; a
- * result with any failed step publishes nothing and the release names that step with its
- * evidence. {@link HostGate} is the product's gate (boots the images); a gate never modifies the
- * staged files (the release re-verifies every one of them after it ran).
+ * result with any failed step, or without a passed {@code <arch>:boot} step for every staged
+ * architecture, publishes nothing and the release names that step with its evidence. {@link HostGate} is the product's gate (boots the images); a gate never modifies the
+ * staged files (the release re-verifies every one of them after it ran, against the SHA-256 it
+ * kept at staging).
  */
 public interface ReleaseGate {
 

@@ -7,6 +7,8 @@ import io.qvm.protocol.util.Sha256;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -41,6 +43,29 @@ class ChecksumsTest {
         assertEquals(2, problems.size(), problems.toString());
         assertTrue(problems.get(0).startsWith("x86_64/initramfs.cpio.gz is missing"), problems.toString());
         assertTrue(problems.get(1).startsWith("x86_64/new is not in SHA256SUMS"), problems.toString());
+    }
+
+    @Test
+    void againstTheSumsRecordedAtStagingARewrittenChecksumFileDoesNotHideAChange() throws Exception {
+        Files.writeString(dir.resolve("vmlinuz"), "kernel");
+        Map<String, String> recorded = new TreeMap<>(Checksums.write(dir));
+        recorded.put("SHA256SUMS", Sha256.of(dir.resolve("SHA256SUMS")));
+        assertEquals(List.of(), Checksums.verify(dir, recorded));
+
+        Files.writeString(dir.resolve("vmlinuz"), "kernel, changed");
+        Checksums.write(dir);
+        assertEquals(List.of(), Checksums.verify(dir), "the file agrees with the rewritten SHA256SUMS");
+        List<String> problems = Checksums.verify(dir, recorded);
+        assertEquals(2, problems.size(), problems.toString());
+        assertTrue(problems.get(0).startsWith("checksum mismatch for SHA256SUMS: recorded sha256 "), problems.toString());
+        assertTrue(problems.get(1).startsWith("checksum mismatch for vmlinuz: recorded sha256 "
+                + Sha256.of("kernel".getBytes())), problems.toString());
+
+        Files.writeString(dir.resolve("vmlinuz"), "kernel");
+        Files.writeString(dir.resolve("new"), "?");
+        recorded.put("SHA256SUMS", Sha256.of(dir.resolve("SHA256SUMS")));
+        assertEquals(List.of("new is not in the sums recorded at staging (it appeared after staging)"),
+                Checksums.verify(dir, recorded));
     }
 
     @Test

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.qvm.protocol.image.Arch;
+import io.qvm.protocol.util.Sha256;
 import java.io.Reader;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -88,6 +89,10 @@ class MavenInstallerTest {
             Files.writeString(dir.resolve(f), f);
         }
         ImageZipWriter.write(dir, tmp.resolve("1.zip"));
+        assertEquals(Map.of("vmlinuz", Sha256.of("vmlinuz".getBytes()), "initramfs.cpio.gz",
+                Sha256.of("initramfs.cpio.gz".getBytes()), "manifest.json", Sha256.of("manifest.json".getBytes()),
+                "SHA256SUMS", Sha256.of("SHA256SUMS".getBytes())), ImageZipWriter.sha256(tmp.resolve("1.zip")),
+                "each entry's SHA-256, as the release checks it before the install");
         Files.setLastModifiedTime(dir.resolve("vmlinuz"), java.nio.file.attribute.FileTime.fromMillis(0));
         ImageZipWriter.write(dir, tmp.resolve("2.zip"));
         assertEquals(-1, Files.mismatch(tmp.resolve("1.zip"), tmp.resolve("2.zip")));

@@ -2,6 +2,7 @@ package io.qvm.release;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -12,6 +13,8 @@ import io.qvm.backend.image.LocalMavenRepository;
 import io.qvm.image.PackageLock;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.image.ImageDirectory;
+import io.qvm.protocol.util.FileTrees;
+import io.qvm.protocol.util.Sha256;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,13 +25,17 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The orchestrator with the real lock, a synthetic image build and a scripted gate: a passing
  * release publishes the layout of rel-shared and installs the artifacts; every failure — a gate
- * step, a staged file changed after staging, a broken image, a build that is not reproducible, an
- * existing release, an install that fails — publishes nothing, leaves the Maven repository as it
- * was, removes the staging directory, and names the step with its evidence.
+ * step or a gate that did not boot an architecture, a staged file changed after staging (with the
+ * sums files rewritten to match, too), a broken image, a build that is not reproducible, an
+ * existing release directory or installed release, an install that fails partway, an {@link Error}
+ * after publish — publishes nothing, leaves the Maven repository as it was, removes the staging
+ * directory, and names the step with its evidence.
  */
 @Tag("unit")
 class ReleaseTest {
@@ -147,14 +154,27 @@ class ReleaseTest {
         assertEquals("gate:aarch64:boot", ReleaseReport.json(r, "h").path("failedStep").path("name").asText());
     }
 
-    @Test
-    void aStagedFileChangedAfterStagingFailsVerifyStagedAndPublishesNothing() throws Exception {
+    /**
+     * A gate that changes a staged file publishes nothing — also when it rewrites the image's
+     * {@code SHA256SUMS}, its manifest and the release's {@code SHA256SUMS} to match, so that every
+     * file on disk agrees with every other: {@code verify-staged} checks against the sums recorded
+     * at staging, not against files the gate could rewrite.
+     */
+    @ParameterizedTest(name = "rewriting the sums files too: {0}")
+    @ValueSource(booleans = {false, true})
+    void aStagedFileChangedAfterStagingFailsVerifyStagedAndPublishesNothing(boolean rewriteSums) throws Exception {
         ScriptedGate tampering = new ScriptedGate(null, staged -> {
             try {
-                Path f = staged.dir(Arch.X86_64).resolve("initramfs.cpio.gz");
+                Path dir = staged.dir(Arch.X86_64);
+                Path f = dir.resolve("vmlinuz");
                 byte[] b = Files.readAllBytes(f);
                 b[b.length / 2] ^= 1;
                 Files.write(f, b);
+                if (rewriteSums) {
+                    rewriteSums(staged, Arch.X86_64, "vmlinuz");
+                    assertTrue(ImageDirectory.verify(dir, Arch.X86_64).ok(), "the image directory agrees with itself");
+                    assertEquals(List.of(), Checksums.verify(staged.root()), "so does the release's SHA256SUMS");
+                }
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
@@ -163,9 +183,43 @@ class ReleaseTest {
 
         ReleaseStep failed = r.failure().orElseThrow();
         assertEquals("verify-staged", failed.name());
-        assertTrue(failed.evidence().contains("checksum mismatch for x86_64/initramfs.cpio.gz: recorded sha256 "),
+        assertTrue(failed.evidence().contains("checksum mismatch for x86_64/vmlinuz: recorded sha256 "),
                 failed.evidence());
+        if (rewriteSums) {
+            for (String f : List.of("x86_64/SHA256SUMS", "x86_64/manifest.json", "SHA256SUMS")) {
+                assertTrue(failed.evidence().contains("checksum mismatch for " + f + ": recorded sha256 "),
+                        f + " in " + failed.evidence());
+            }
+        }
         assertTrue(r.steps().stream().filter(s -> s.name().equals("gate")).allMatch(ReleaseStep::ok));
+        assertNothingPublished(r);
+    }
+
+    /**
+     * A published file changed between {@code verify-staged} and the install (here by the progress
+     * callback as the install starts) is not installed: the zip's entries and the manifest copy are
+     * checked against the sums recorded at staging first.
+     */
+    @Test
+    void aPublishedFileChangedBeforeTheInstallIsNotInstalled() throws Exception {
+        Release.Result r = release(new SyntheticImages(LOCK), ScriptedGate.passing()).progress(line -> {
+            progress.add(line);
+            if (line.equals("maven-install …")) {
+                try {
+                    Path f = out().resolve(V).resolve("aarch64").resolve("initramfs.cpio.gz");
+                    byte[] b = Files.readAllBytes(f);
+                    b[b.length / 2] ^= 1;
+                    Files.write(f, b);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
+        }).build().run();
+
+        ReleaseStep failed = r.failure().orElseThrow();
+        assertEquals("maven-install", failed.name());
+        assertTrue(failed.evidence().contains("qvm-image-" + V + "-aarch64.zip: checksum mismatch for "
+                + "initramfs.cpio.gz: recorded sha256 "), failed.evidence());
         assertNothingPublished(r);
     }
 
@@ -232,6 +286,135 @@ class ReleaseTest {
         assertTrue(r.published().isEmpty());
     }
 
+    /**
+     * Resolver failing partway — on the last artifact (so the POM, three artifacts and
+     * {@code _remote.repositories} are already written), or on the artifact's
+     * {@code maven-metadata-local.xml} (every artifact written) — leaves the repository exactly as
+     * it was: what the install created is deleted, and the version directory with it when it did not
+     * exist before.
+     */
+    @ParameterizedTest(name = "a directory in the way at {0}")
+    @ValueSource(strings = {"VERSION/qvm-image-VERSION-aarch64.json", "maven-metadata-local.xml"})
+    void anInstallThatFailsPartwayLeavesTheRepositoryAsItWas(String collision) throws Exception {
+        Path artifactDir = repo().resolve("io/qvm/qvm-image");
+        Files.createDirectories(artifactDir.resolve(collision.replace("VERSION", V)).resolve("in the way"));
+        Map<String, String> before = tree(repo());
+        Release.Result r = release(new SyntheticImages(LOCK), ScriptedGate.passing()).build().run();
+
+        ReleaseStep failed = r.failure().orElseThrow();
+        assertEquals("maven-install", failed.name());
+        assertTrue(failed.evidence().contains("Maven Resolver could not install"), failed.evidence());
+        assertEquals(before, tree(repo()), "the repository as it was (Resolver's .locks aside)");
+        assertEquals(List.of(), r.mavenFiles());
+        assertFalse(Files.exists(out().resolve(V)), "published, then removed");
+        assertEquals(List.of(), names(out()));
+    }
+
+    @Test
+    void anInstalledReleaseIsNeverOverwritten() throws Exception {
+        Path pom = MavenInstaller.path(repo(), V, null, "pom");
+        Files.createDirectories(pom.getParent());
+        Files.writeString(pom, "the earlier release's POM");
+        Map<String, String> before = tree(repo());
+        SyntheticImages images = new SyntheticImages(LOCK);
+        Release.Result r = release(images, ScriptedGate.passing()).build().run();
+
+        ReleaseStep failed = r.failure().orElseThrow();
+        assertEquals("lock", failed.name());
+        assertTrue(failed.evidence().contains(pom.getParent() + " holds io.qvm:qvm-image:" + V + " already")
+                && failed.evidence().contains("never overwritten") && failed.evidence().contains("another --version"),
+                failed.evidence());
+        assertEquals(0, images.builds());
+        assertEquals(before, tree(repo()));
+        assertFalse(Files.exists(out().resolve(V)));
+    }
+
+    /**
+     * A SNAPSHOT may be released again: it replaces the installed one, and a release that fails
+     * after its install (here the report: {@code release.json} cannot be written) puts the previous
+     * snapshot's files back, Resolver's metadata included.
+     */
+    @Test
+    void aSnapshotIsReplacedAndRestoredWhenTheReleaseFailsAfterItsInstall() throws Exception {
+        String snapshot = "1.2.3-SNAPSHOT";
+        Release.Result first = release(new SyntheticImages(LOCK), ScriptedGate.passing()).version(snapshot).build().run();
+        assertTrue(first.ok(), () -> first.failure().toString());
+        FileTrees.delete(out().resolve(snapshot));
+        Path zip = MavenInstaller.path(repo(), snapshot, "x86_64", "zip");
+        Files.writeString(zip, "the earlier snapshot's zip");
+        Map<String, String> before = tree(repo());
+
+        Release.Result failing = release(new SyntheticImages(LOCK), ScriptedGate.passing()).version(snapshot)
+                .progress(line -> {
+                    progress.add(line);
+                    if (line.equals("report …")) {
+                        try {
+                            Files.createDirectories(out().resolve(snapshot).resolve("release.json"));
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    }
+                }).build().run();
+        assertEquals("report", failing.failure().orElseThrow().name());
+        assertTrue(failing.steps().stream().anyMatch(s -> s.name().equals("maven-install") && s.ok()));
+        assertEquals(before, tree(repo()), "the earlier snapshot, as it was");
+        assertFalse(Files.exists(out().resolve(snapshot)));
+
+        Release.Result again = release(new SyntheticImages(LOCK), ScriptedGate.passing()).version(snapshot).build().run();
+        assertTrue(again.ok(), () -> again.failure().toString());
+        Map<String, String> zipped = ImageZipWriter.sha256(zip);
+        for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
+            assertEquals(Sha256.of(out().resolve(snapshot).resolve("x86_64").resolve(f)), zipped.get(f), f);
+        }
+        assertTrue(again.steps().get(0).evidence().contains("replaces the installed " + snapshot),
+                again.steps().get(0).evidence());
+    }
+
+    /**
+     * An {@link Error} (or any throwable) after publish — here from the progress callback as the
+     * install starts — still takes the release back before it propagates.
+     */
+    @Test
+    void anErrorAfterPublishTakesTheReleaseBackAndPropagates() throws Exception {
+        Release release = release(new SyntheticImages(LOCK), ScriptedGate.passing()).progress(line -> {
+            progress.add(line);
+            if (line.equals("maven-install …")) {
+                throw new NoClassDefFoundError("io/qvm/Missing");
+            }
+        }).build();
+
+        NoClassDefFoundError e = assertThrows(NoClassDefFoundError.class, release::run);
+        assertEquals("io/qvm/Missing", e.getMessage());
+        assertTrue(progress.stream().anyMatch(l -> l.startsWith("ok publish")), progress.toString());
+        assertFalse(Files.exists(out().resolve(V)), "published, then removed");
+        assertEquals(List.of(), names(out()), "no staging directory left");
+        assertFalse(Files.exists(repo()));
+    }
+
+    /** A gate whose result has no passed {@code <arch>:boot} for a staged architecture fails the gate step. */
+    @Test
+    void aGateThatDidNotBootEveryArchitectureFailsTheGateStep() throws Exception {
+        ReleaseGate x86Only = new ReleaseGate() {
+            @Override
+            public String name() {
+                return "lazy";
+            }
+
+            @Override
+            public GateResult run(StagedImages images, java.util.function.Consumer<String> p) {
+                return new GateResult(name(), List.of(ReleaseStep.passed("x86_64:boot", 1, "READY"),
+                        ReleaseStep.passed("aarch64:render", 1, "rendered, without a boot")), List.of());
+            }
+        };
+        Release.Result r = release(new SyntheticImages(LOCK), x86Only).build().run();
+
+        ReleaseStep failed = r.failure().orElseThrow();
+        assertEquals("gate", failed.name());
+        assertTrue(failed.evidence().contains("the lazy gate did not boot aarch64 (no passed gate:aarch64:boot step)"),
+                failed.evidence());
+        assertNothingPublished(r);
+    }
+
     @Test
     void aWorkerJarThatIsMissingStopsTheReleaseBeforeAnyBuild() throws Exception {
         SyntheticImages images = new SyntheticImages(LOCK);
@@ -253,6 +436,44 @@ class ReleaseTest {
         assertFalse(Files.exists(repo()), "the Maven repository is untouched");
         String name = r.failure().orElseThrow().name();
         assertTrue(progress.stream().anyMatch(l -> l.startsWith("FAILED ") && l.contains(name)), progress.toString());
+    }
+
+    /**
+     * What a gate would have to do to hide a changed {@code file} of {@code arch}: the image's
+     * {@code SHA256SUMS} and manifest, and the release's {@code SHA256SUMS}, rewritten to match.
+     */
+    private static void rewriteSums(StagedImages staged, Arch arch, String file) throws IOException {
+        Path dir = staged.dir(arch);
+        String sha256 = Sha256.of(dir.resolve(file));
+        ObjectMapper json = new ObjectMapper();
+        com.fasterxml.jackson.databind.node.ObjectNode manifest =
+                (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(dir.resolve("manifest.json").toFile());
+        for (JsonNode o : manifest.path("outputs")) {
+            if (o.path("name").asText().equals(file)) {
+                ((com.fasterxml.jackson.databind.node.ObjectNode) o).put("sha256", sha256);
+            }
+        }
+        json.writeValue(dir.resolve("manifest.json").toFile(), manifest);
+        StringBuilder sums = new StringBuilder();
+        for (String f : ImageDirectory.FILES) {
+            sums.append(Sha256.of(dir.resolve(f))).append("  ").append(f).append('\n');
+        }
+        Files.writeString(dir.resolve("SHA256SUMS"), sums);
+        Checksums.write(staged.root());
+    }
+
+    /** Every path under {@code root} (Resolver's {@code .locks} aside) → the SHA-256 of a file, or "dir". */
+    private static Map<String, String> tree(Path root) throws IOException {
+        Map<String, String> out = new java.util.TreeMap<>();
+        try (Stream<Path> s = Files.walk(root)) {
+            for (Path p : s.toList()) {
+                String name = root.relativize(p).toString();
+                if (!name.equals(".locks") && !name.startsWith(".locks/")) {
+                    out.put(name, Files.isDirectory(p) ? "dir" : Sha256.of(p));
+                }
+            }
+        }
+        return out;
     }
 
     private static List<String> names(Path dir) throws IOException {
