@@ -91,25 +91,31 @@ public final class E2e {
      * the server of {@code io.qvm.consumer}), {@code mainClass} its Main-Class.
      */
     static Path packageJar(Path jar, Class<?> mainClass) throws IOException {
-        Path classes;
-        try {
-            classes = Path.of(mainClass.getProtectionDomain().getCodeSource().getLocation().toURI());
-        } catch (URISyntaxException e) {
-            throw new IOException(e);
-        }
         Files.createDirectories(jar.getParent());
         Manifest mf = new Manifest();
         mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
         mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, mainClass.getName());
-        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf);
-                Stream<Path> files = Files.walk(classes.resolve(mainClass.getPackageName().replace('.', '/')))) {
+        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf)) {
+            addPackage(j, mainClass);
+        }
+        return jar;
+    }
+
+    /** Adds every class of {@code member}'s package, as built, to {@code j}. */
+    static void addPackage(JarOutputStream j, Class<?> member) throws IOException {
+        Path classes;
+        try {
+            classes = Path.of(member.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (URISyntaxException e) {
+            throw new IOException(e);
+        }
+        try (Stream<Path> files = Files.walk(classes.resolve(member.getPackageName().replace('.', '/')))) {
             for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
                 j.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
                 j.write(Files.readAllBytes(f));
                 j.closeEntry();
             }
         }
-        return jar;
     }
 
     /** Pids of live processes whose command line mentions {@code needle} (e.g. a state directory). */

@@ -12,12 +12,10 @@ import io.qvm.protocol.image.Arch;
 import io.qvm.probe.ProbeWorker;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.net.URISyntaxException;
 import java.util.jar.Attributes;
 import java.util.jar.JarEntry;
 import java.util.jar.JarOutputStream;
 import java.util.jar.Manifest;
-import java.util.stream.Stream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -71,7 +69,7 @@ final class ProbeGuests {
                     }
                     j.closeEntry();
                 }
-                addProbeClasses(j);
+                E2e.addPackage(j, ProbeWorker.class);
             }
         }
         return ImageBuilder.builder().arch(Arch.X86_64).outDir(dir.resolve("image")).workerJar(jar)
@@ -129,23 +127,6 @@ final class ProbeGuests {
             return "--- console (tail) ---\n" + c.substring(Math.max(0, c.length() - 6000));
         } catch (IOException e) {
             return "(no console: " + e + ")";
-        }
-    }
-
-    /** Every class of {@code io.qvm.probe}, as built. */
-    private static void addProbeClasses(JarOutputStream j) throws IOException {
-        Path classes;
-        try {
-            classes = Path.of(ProbeWorker.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        } catch (URISyntaxException e) {
-            throw new IOException(e);
-        }
-        try (Stream<Path> files = Files.walk(classes.resolve("io/qvm/probe"))) {
-            for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
-                j.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
-                j.write(Files.readAllBytes(f));
-                j.closeEntry();
-            }
         }
     }
 }
