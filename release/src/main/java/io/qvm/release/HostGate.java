@@ -12,6 +12,7 @@ import io.qvm.protocol.WorkerStatus;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.util.FileTrees;
 import io.qvm.reliability.HostileDocuments;
+import io.qvm.reliability.Leftovers;
 import io.qvm.reliability.Reliability;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -162,7 +163,7 @@ public final class HostGate implements ReleaseGate {
                 // Short, as socket paths must be (SocketPaths.MAX_SOCKET_PATH_BYTES); 0700 from creation.
                 runtime = ownRuntime ? Files.createTempDirectory(Files.isDirectory(Path.of("/tmp")) ? Path.of("/tmp")
                         : Path.of(System.getProperty("java.io.tmpdir")), "qvm-gate-") : options.runtimeRoot();
-                socketsBefore = socketDirectories(runtime);
+                socketsBefore = Leftovers.socketDirectories(runtime);
                 ok = step("boot", this::boot)
                         && step("handshake", this::handshake)
                         && (full ? step("render-corpus", this::renderCorpus)
@@ -353,10 +354,8 @@ public final class HostGate implements ReleaseGate {
             List<String> out = new ArrayList<>();
             ProcessHandle.current().descendants().filter(p -> p.isAlive() && command(p).contains("qemu-system"))
                     .forEach(p -> out.add("QEMU child pid " + p.pid()));
-            String marker = state.toAbsolutePath().toString();
-            ProcessHandle.allProcesses().filter(p -> p.pid() != ProcessHandle.current().pid())
-                    .filter(p -> p.isAlive() && command(p).contains(marker))
-                    .forEach(p -> out.add("pid " + p.pid() + " naming " + marker));
+            Leftovers.processesNaming(state)
+                    .forEach(p -> out.add("pid " + p.pid() + " naming " + state.toAbsolutePath()));
             for (String dir : List.of("cold", "clones")) {
                 Path sandboxesDir = state.resolve(dir).resolve("sandboxes");
                 if (Files.isDirectory(sandboxesDir)) {
@@ -367,31 +366,15 @@ public final class HostGate implements ReleaseGate {
                     }
                 }
             }
-            Set<String> sockets = socketDirectories(runtime);
+            Set<String> sockets = Leftovers.socketDirectories(runtime);
             sockets.removeAll(socketsBefore);
             sockets.forEach(s -> out.add("socket directory " + s));
             return out;
         }
 
         void killLeftoverProcesses() {
-            String marker = state.toAbsolutePath().toString();
-            ProcessHandle.allProcesses().filter(p -> p.pid() != ProcessHandle.current().pid())
-                    .filter(p -> command(p).contains(marker))
-                    .forEach(ProcessHandle::destroyForcibly);
+            Leftovers.processesNaming(state).forEach(ProcessHandle::destroyForcibly);
         }
-    }
-
-    /** The names in a runtime root (one directory per live sandbox). */
-    private static Set<String> socketDirectories(Path root) {
-        Set<String> names = new java.util.TreeSet<>();
-        if (Files.isDirectory(root)) {
-            try (Stream<Path> s = Files.list(root)) {
-                s.forEach(p -> names.add(p.getFileName().toString()));
-            } catch (IOException e) {
-                names.add("(unreadable: " + e.getMessage() + ")");
-            }
-        }
-        return names;
     }
 
     private static String command(ProcessHandle p) {

@@ -328,9 +328,8 @@ public final class Reliability {
      * root while it ran ({@code socketsBefore}: the names there when it began).
      */
     private static int orphans(Path dir, java.util.Set<String> socketsBefore) throws IOException {
-        String marker = dir.toAbsolutePath().toString();
-        long qemus = ProcessHandle.allProcesses().filter(p -> p.info().commandLine().map(c -> c.contains(marker))
-                .orElse(false)).peek(ProcessHandle::destroyForcibly).count();
+        List<ProcessHandle> qemus = Leftovers.processesNaming(dir);
+        qemus.forEach(ProcessHandle::destroyForcibly);
         long entries = 0;
         Path sandboxes = dir.resolve("sandboxes");
         if (Files.isDirectory(sandboxes)) {
@@ -340,21 +339,12 @@ public final class Reliability {
         }
         java.util.Set<String> sockets = socketDirectories();
         sockets.removeAll(socketsBefore);
-        return (int) (qemus + entries + sockets.size());
+        return (int) (qemus.size() + entries + sockets.size());
     }
 
     /** The names in the runtime root of sockets (one directory per live sandbox). */
     static java.util.Set<String> socketDirectories() {
-        java.util.Set<String> names = new java.util.HashSet<>();
-        Path root = io.qvm.backend.process.SocketPaths.defaultRuntimeRoot();
-        if (Files.isDirectory(root)) {
-            try (Stream<Path> s = Files.list(root)) {
-                s.forEach(p -> names.add(p.getFileName().toString()));
-            } catch (IOException e) {
-                // unreadable: nothing to compare
-            }
-        }
-        return names;
+        return Leftovers.socketDirectories(io.qvm.backend.process.SocketPaths.defaultRuntimeRoot());
     }
 
     /** Descriptors the JVM may open once and keep (a jar read for the first time) without a leak. */
