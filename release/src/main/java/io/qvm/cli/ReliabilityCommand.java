@@ -5,6 +5,7 @@ import io.qvm.SandboxConfig;
 import io.qvm.protocol.util.FileTrees;
 import io.qvm.reliability.Reliability;
 import io.qvm.reliability.ReliabilityReport;
+import io.qvm.reliability.RunStates;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -64,7 +65,9 @@ final class ReliabilityCommand implements Callable<Integer> {
         Path outDir = out != null ? out : imageRoot.getParent().resolve("reliability");
         Progress progress = new Progress(spec.commandLine().getErr(), ctx.interactive() && !json.enabled());
         MissingImage.buildIfMissing(ctx, imageRoot, progress);
-        Path state = Files.createTempDirectory("qvm-reliability-");
+        Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
+        RunStates.removeStale(tmp).forEach(p -> progress.line("removed the state of a run that was killed: " + p));
+        Path state = RunStates.create(tmp);
         Reliability.Report report;
         try {
             SandboxConfig config = SandboxConfig.builder().bootTimeout(Duration.ofMinutes(6))
