@@ -272,6 +272,32 @@ class QemuVmBackendTest {
         }
     }
 
+    /**
+     * What the host itself cannot send is the caller's problem, not the worker's: a request whose
+     * header is above the frame limit (a relayed raw frame can carry any header) is refused before
+     * anything is written, and the sandbox goes on.
+     */
+    @Test
+    @Tag("security")
+    void aRequestTheHostCannotSendIsRefusedAndTheSandboxGoesOn() throws Exception {
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            com.fasterxml.jackson.databind.node.ObjectNode header = com.fasterxml.jackson.databind.node.JsonNodeFactory
+                    .instance.objectNode().put("note", "x".repeat(io.qvm.protocol.FrameLimits.DEFAULT_HEADER_BYTES));
+            io.qvm.protocol.Frame big = new io.qvm.protocol.Frame(io.qvm.protocol.FrameKind.ECHO, 0, header, new byte[1]);
+            RenderFailedException e = assertThrows(RenderFailedException.class,
+                    () -> ((io.qvm.backend.sandbox.QemuSandbox) s).call(big, "echo"));
+            assertEquals(io.qvm.protocol.ErrorCode.TOO_LARGE, e.code(), e.getMessage());
+            assertTrue(e.getMessage().contains("header") && e.getMessage().contains("nothing was sent"), e.getMessage());
+            assertTrue(s.isAlive(), "the sandbox goes on");
+            assertArrayEquals(new byte[] {5}, s.echo(new byte[] {5}));
+            RenderFailedException body = assertThrows(RenderFailedException.class,
+                    () -> s.echo(new byte[Math.toIntExact(FakeQemuHost.config().build().maxRequestBytes()) + 1]));
+            assertEquals(io.qvm.protocol.ErrorCode.TOO_LARGE, body.code());
+            assertArrayEquals(new byte[] {6}, s.echo(new byte[] {6}));
+        }
+    }
+
     @org.junit.jupiter.params.ParameterizedTest
     @org.junit.jupiter.params.provider.CsvSource({
             "garbage, 1000 bytes that are not frames",

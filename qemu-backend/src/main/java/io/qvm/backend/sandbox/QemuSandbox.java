@@ -179,6 +179,13 @@ public final class QemuSandbox implements Sandbox {
             }
             refuseStrays(what, null); // what came after the last answer: never hand the next document to that worker
             CompletableFuture<Frame> reply = transport.request(request);
+            if (reply.isCompletedExceptionally()
+                    && reply.handle((f, err) -> err).getNow(null) instanceof FrameTooLargeException big) {
+                // Refused by this side's own check before anything was written (a header above the
+                // frame limit): the caller's request, not the worker's doing.
+                throw new RenderFailedException(ErrorCode.TOO_LARGE, "the " + what + " request could not be sent: "
+                        + big.getMessage() + "; nothing was sent");
+            }
             Duration deadline = config.requestTimeout();
             long end = System.nanoTime() + deadline.toNanos();
             try {

@@ -3,6 +3,7 @@ package io.qvm.transport.internal;
 import java.io.IOException;
 import io.qvm.protocol.Messages;
 import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameCodec;
 import io.qvm.protocol.FrameCorruptException;
 import io.qvm.protocol.FrameException;
 import io.qvm.protocol.FrameKind;
@@ -172,6 +173,14 @@ public final class FrameDispatcher implements SandboxTransport {
             throw new IllegalStateException("request before a successful handshake on this " + kind + " transport");
         }
         long id = nextId.getAndIncrement();
+        try {
+            // The encoder checks the same limits, after this returns: checked here, a frame the
+            // host cannot send fails at once, before anything is written, and never looks like
+            // something the peer did.
+            FrameCodec.encodePrefixAndHeader(new Frame(request.kind(), id, request.header(), new byte[0]), outbound);
+        } catch (FrameTooLargeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
         if (request.body().length > outbound.maxBodyBytes()) {
             return CompletableFuture.failedFuture(new FrameTooLargeException(request.kind(), id, "body",
                     request.body().length, outbound.maxBodyBytes()));

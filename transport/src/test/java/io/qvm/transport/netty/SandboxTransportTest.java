@@ -251,6 +251,11 @@ class SandboxTransportTest {
         FrameTooLargeException e = assertInstanceOf(FrameTooLargeException.class,
                 failure(t.request(echo(new byte[LIMITS.maxRequestBytes() + 1]))));
         assertEquals(LIMITS.maxRequestBytes(), e.limitBytes());
+        CompletableFuture<Frame> header = t.request(new Frame(FrameKind.ECHO, 0, com.fasterxml.jackson.databind.node
+                .JsonNodeFactory.instance.objectNode().put("note", "x".repeat(io.qvm.protocol.FrameLimits.DEFAULT_HEADER_BYTES)),
+                new byte[1]));
+        assertTrue(header.isCompletedExceptionally(), "a header above the limit is refused at once, not by the encoder later");
+        assertTrue(failure(header).getMessage().contains("declares a header of"), failure(header).getMessage());
         assertThrows(IllegalArgumentException.class, () -> t.request(Frame.of(FrameKind.READY, 0, new byte[0])));
         assertThrows(IllegalArgumentException.class, () -> t.request(Frame.of(FrameKind.HELLO, 0, new byte[0])));
         assertArrayEquals(new byte[] {1}, t.request(echo(new byte[] {1})).get(30, TimeUnit.SECONDS).body());
