@@ -73,7 +73,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *  staleBeforeReady=N    N stray bytes on the worker's port before READY (what an earlier session left)
  *  firstReply=EFFECT     the first request after READY is answered by a hostile worker:
  *                        garbage (1000 stray bytes, then the answer), wrong-id (the answer under
- *                        another id), oversize (a reply above the response limit)
+ *                        another id), twice (the answer, then the same answer again),
+ *                        oversize (a reply above the response limit)
  * </pre>
  */
 public final class FakeQemu {
@@ -201,6 +202,7 @@ public final class FakeQemu {
             worker.enqueue(switch (first) {
                 case "garbage" -> FakeWorker.Effect.rawBytesThenNormal(FakeWorker.garbage(1000, 3));
                 case "wrong-id" -> FakeWorker.Effect.wrongId(1);
+                case "twice" -> FakeWorker.Effect.answerTwice();
                 case "oversize" -> FakeWorker.Effect.replyWithBody((int) SandboxConfig.defaults().maxResponseBytes() + 1);
                 default -> throw new IllegalArgumentException("firstReply=" + first);
             });

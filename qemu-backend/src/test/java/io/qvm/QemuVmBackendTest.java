@@ -273,6 +273,28 @@ class QemuVmBackendTest {
     }
 
     /**
+     * A second answer to a request already answered is a frame that answers no waiting request:
+     * the first answer may have been passed on (it was the answer), but the sandbox is stopped
+     * before it is given another document.
+     */
+    @Test
+    @Tag("security")
+    void aSecondAnswerToOneRequestLosesTheSandboxBeforeTheNextDocument() throws Exception {
+        host.set("firstReply", "twice");
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            SandboxLostException e = assertThrows(SandboxLostException.class, () -> {
+                s.echo(new byte[] {1});
+                s.echo(new byte[] {2});
+            });
+            assertEquals(SandboxLostException.Reason.PROTOCOL_VIOLATION, e.reason(), e.getMessage());
+            assertTrue(e.getMessage().contains("1 frames that answer no waiting request"), e.getMessage());
+            assertFalse(s.isAlive(), "the sandbox was stopped");
+            await().atMost(Duration.ofSeconds(30)).until(() -> host.processes().stream().noneMatch(ProcessHandle::isAlive));
+        }
+    }
+
+    /**
      * What the host itself cannot send is the caller's problem, not the worker's: a request whose
      * header is above the frame limit (a relayed raw frame can carry any header) is refused before
      * anything is written, and the sandbox goes on.

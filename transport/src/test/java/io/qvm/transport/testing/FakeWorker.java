@@ -97,6 +97,11 @@ public final class FakeWorker implements AutoCloseable {
             return new WrongId(delta);
         }
 
+        /** Answer as usual, then send the same answer again (a second answer to one request). */
+        static Effect answerTwice() {
+            return new AnswerTwice();
+        }
+
         /** Write these raw bytes, then answer normally. */
         static Effect rawBytesThenNormal(byte[] bytes) {
             return new RawBytesThenNormal(bytes.clone());
@@ -132,6 +137,9 @@ public final class FakeWorker implements AutoCloseable {
     }
 
     record AnswerAfterNext() implements Effect {
+    }
+
+    record AnswerTwice() implements Effect {
     }
 
     record RawBytesThenNormal(byte[] bytes) implements Effect {
@@ -389,6 +397,10 @@ public final class FakeWorker implements AutoCloseable {
                 } else if (effect instanceof WrongId w) {
                     Frame right = normalAnswer(f);
                     writer.write(new Frame(right.kind(), right.requestId() + w.delta(), right.header(), right.body()));
+                } else if (effect instanceof AnswerTwice) {
+                    Frame answer = normalAnswer(f);
+                    writer.write(answer);
+                    writer.write(answer);
                 } else if (effect instanceof RawBytesThenNormal r) {
                     out.write(r.bytes());
                     writer.write(normalAnswer(f));
