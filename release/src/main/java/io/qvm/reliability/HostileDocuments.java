@@ -52,11 +52,16 @@ public final class HostileDocuments {
     }
 
     /**
-     * Documents that are valid and small and within every size limit, but whose rendering takes
-     * minutes even at native speed: each must end in TIMEOUT at the worker's render deadline
-     * (inside the host's request deadline) and never reach the host's. Measured on this host's
-     * JVM at native speed, with no deadline: one feTurbulence layer of 2000 × 2000 px took 2.3 s,
-     * 50 layers 63 s; the SVG here has 100. The PDF's one page is filled 2,097,152 times.
+     * Documents that are small, valid and within every size limit, but whose rendering takes
+     * minutes even at native speed, so each must end at a deadline (see {@link Case#accepts}).
+     * Measured on this host's JVM at native speed: one feTurbulence layer of 2000 × 2000 px took
+     * 2.3 s and 50 layers 63 s (the SVG has 100); the PDF (one page filled 2,097,152 times) had not
+     * finished after 120 s. They stop differently: PDFBox polls the cancellation between
+     * operators, so the PDF ends at the worker's render deadline and the worker goes on; Batik
+     * computes a filter tile without looking at its halt flag, so the turbulence can outlast the
+     * watchdog's grace, and then the worker answers TIMEOUT and exits for the host to replace it
+     * (at native speed here it ended 504 ms after the deadline, past the 500 ms grace) — a document
+     * that kills the worker, within the limits.
      */
     public static List<Case> timesOut() {
         StringBuilder svg = new StringBuilder("<svg xmlns='http://www.w3.org/2000/svg' width='2000' height='2000'>");
