@@ -115,7 +115,7 @@ public final class Reliability {
         List<String> confinements = new ArrayList<>();
         cats.add(boot(o, confinements));
         cats.add(render(o));
-        cats.add(load(o));
+        cats.add(load(o, confinements));
         cats.add(fault(o));
         return new Report(t0, Duration.between(t0, Instant.now()), o, confinements, cats);
     }
@@ -190,7 +190,7 @@ public final class Reliability {
         return t.done(orphans(dir, socketsBefore));
     }
 
-    private Category load(Options o) throws IOException {
+    private Category load(Options o, List<String> confinements) throws IOException {
         Tally t = new Tally("load");
         Path dir = Files.createDirectories(stateRoot.resolve("load"));
         java.util.Set<String> socketsBefore = socketDirectories();
@@ -209,6 +209,9 @@ public final class Reliability {
         try (QemuVmBackend backend = backends.get().stateDirectory(dir).build();
                 SandboxPool pool = SandboxPool.builder(backend, loadConfig).maxSandboxes(o.callers()).minIdle(1)
                         .recycle(SandboxPool.Recycle.perRequest()).build()) {
+            if (confinements.isEmpty() && o.loadRequests() > 0) { // a run without boots: read them off a pooled sandbox
+                pool.withSandbox(s -> confinements.addAll(Confinements.of(((io.qvm.backend.sandbox.QemuSandbox) s).pid())));
+            }
             ExecutorService callers = Executors.newFixedThreadPool(o.callers());
             List<Future<?>> running = new ArrayList<>();
             for (int c = 0; c < o.callers(); c++) {
