@@ -42,7 +42,8 @@ import java.util.stream.Stream;
  * <li>{@code render}: ordinary SVG and PDF renders in one reused sandbox (replaced when lost);</li>
  * <li>{@code load}: requests through a {@link SandboxPool} from several callers at once, a share
  *     of them hostile documents ({@link HostileDocuments#load()}) that must be refused or must
- *     time out at the worker's render deadline; the request deadline is at most
+ *     end at a deadline (the worker's {@code TIMEOUT}, or the host stopping the sandbox at its
+ *     own: {@link HostileDocuments.Case#accepts}); the request deadline is at most
  *     {@link #LOAD_REQUEST_TIMEOUT} here, so a time-out costs that long; the host JVM's heap and
  *     open descriptors before and after;</li>
  * <li>{@code fault}: QEMU killed (SIGKILL) and frozen (SIGSTOP) while a request is in flight:
@@ -210,7 +211,11 @@ public final class Reliability {
                 SandboxPool pool = SandboxPool.builder(backend, loadConfig).maxSandboxes(o.callers()).minIdle(1)
                         .recycle(SandboxPool.Recycle.perRequest()).build()) {
             if (confinements.isEmpty() && o.loadRequests() > 0) { // a run without boots: read them off a pooled sandbox
-                pool.withSandbox(s -> confinements.addAll(Confinements.of(((io.qvm.backend.sandbox.QemuSandbox) s).pid())));
+                try {
+                    pool.withSandbox(s -> confinements.addAll(Confinements.of(((io.qvm.backend.sandbox.QemuSandbox) s).pid())));
+                } catch (SandboxException e) {
+                    notes.add("confinements not read: " + firstLine(e));
+                }
             }
             ExecutorService callers = Executors.newFixedThreadPool(o.callers());
             List<Future<?>> running = new ArrayList<>();
@@ -356,8 +361,8 @@ public final class Reliability {
 
     /**
      * The load's request deadline (unless the run's is shorter): an ordinary render of the load
-     * takes about a second under TCG, a document that times out takes the worker's share of this
-     * (19 s).
+     * took 1 to 5 s here in a freshly restored clone under TCG; a document that times out takes
+     * all of it (the worker's own deadline is 19 s of it).
      */
     static final Duration LOAD_REQUEST_TIMEOUT = Duration.ofSeconds(20);
 
