@@ -17,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.Test;
  * the same code under gVisor and TCG, slower): each gets the outcome its case names, and the
  * ones that time out do so at the render deadline, not by failing some other way.
  */
+@Tag("unit")
 class HostileDocumentsTest {
 
     /** A 3 s request deadline: the worker's render deadline is 2.7 s of it. */

@@ -10,10 +10,12 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Run state roots against real processes: a pid that ended, this JVM, a process that names a root. */
+@Tag("unit")
 class RunStatesTest {
 
     @TempDir
