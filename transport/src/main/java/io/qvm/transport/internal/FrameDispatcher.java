@@ -173,17 +173,14 @@ public final class FrameDispatcher implements SandboxTransport {
             throw new IllegalStateException("request before a successful handshake on this " + kind + " transport");
         }
         long id = nextId.getAndIncrement();
+        Frame frame = new Frame(request.kind(), id, request.header(), request.body());
         try {
             // The encoder checks the same limits, after this returns: checked here, a frame the
-            // host cannot send fails at once, before anything is written, and never looks like
-            // something the peer did.
-            FrameCodec.encodePrefixAndHeader(new Frame(request.kind(), id, request.header(), new byte[0]), outbound);
+            // host cannot send (header or body above the peer's limits) fails at once, before
+            // anything is written, and never looks like something the peer did.
+            FrameCodec.encodePrefixAndHeader(frame, outbound);
         } catch (FrameTooLargeException e) {
             return CompletableFuture.failedFuture(e);
-        }
-        if (request.body().length > outbound.maxBodyBytes()) {
-            return CompletableFuture.failedFuture(new FrameTooLargeException(request.kind(), id, "body",
-                    request.body().length, outbound.maxBodyBytes()));
         }
         CompletableFuture<Frame> reply = new CompletableFuture<>();
         pendingKinds.put(id, request.kind());
@@ -194,7 +191,7 @@ public final class FrameDispatcher implements SandboxTransport {
             reply.completeExceptionally(gone);
             return reply;
         }
-        link.send(new Frame(request.kind(), id, request.header(), request.body())).whenComplete((v, err) -> {
+        link.send(frame).whenComplete((v, err) -> {
             if (err != null) {
                 reply.completeExceptionally(writeFailed(request.kind() + " request " + id, err));
             }
