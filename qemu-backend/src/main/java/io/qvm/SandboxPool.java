@@ -25,14 +25,25 @@ import java.util.function.Function;
  * under a {@link Recycle recycle policy}:
  *
  * <ul>
- *   <li>{@link Recycle#perRequest()} — a fresh, never-used sandbox for every request, closed
- *       afterwards: a document that exploits the renderer never sees a later document. The
- *       default ({@link Recycle#auto()}) whenever the backend restores sandboxes from a template
- *       (a clone costs a fraction of a second there, a cold boot a minute);</li>
- *   <li>{@link Recycle#afterRequests(int)} — a sandbox serves up to N requests, then is closed;</li>
+ *   <li>{@link Recycle#perRequest()} (the default) — a fresh, never-used sandbox for every
+ *       request, closed afterwards: a document that exploits the renderer never sees a later
+ *       document. Where the backend restores sandboxes from a template a clone costs a fraction
+ *       of a second; where it cannot (templates off, a restore that failed), every request pays a
+ *       cold boot — the pool says so once at WARNING and in {@link PoolStats#coldBootNotice()},
+ *       and still never lets two requests share a VM;</li>
+ *   <li>{@link Recycle#afterRequests(int)} — chosen explicitly: a sandbox serves up to N requests
+ *       <em>of one caller key</em> (requests without a key form one group of their own), then is
+ *       closed;</li>
  *   <li>{@link Recycle#perCaller()} — {@link #render(String, RenderRequest)}: a sandbox serves one
- *       caller key only; one caller's documents never share a VM with another's.</li>
+ *       caller key only; one caller's documents never share a VM with another's. A request
+ *       without a key gets a fresh sandbox, used once.</li>
  * </ul>
+ *
+ * <p>Whatever the policy, a sandbox whose request failed — the document was refused
+ * ({@link RenderFailedException}), overran its deadline, or the sandbox died — is closed, never
+ * handed to the next request; and a caller key is never ignored. Sandboxes kept for reuse are
+ * closed after {@link Builder#idleTimeout} without a request, and every sandbox (fresh ones
+ * waiting too) after {@link Builder#maxLifetime}.
  *
  * <p>A background thread keeps {@link Builder#minIdle} fresh sandboxes started ahead (each
  * warmed by {@link #warmUp canned renders}, so a request does not pay a clone's first renders'
@@ -48,7 +59,7 @@ import java.util.function.Function;
  * try (QemuVmBackend backend = QemuVmBackend.create();
  *      SandboxPool pool = SandboxPool.builder(backend, SandboxConfig.defaults()).minIdle(2).build()) {
  *     RenderResult png = pool.render(RenderRequest.svg(bytes));
- *     RenderResult mine = pool.render("tenant-42", RenderRequest.pdf(pdfBytes));  // perCaller()
+ *     RenderResult mine = pool.render(authenticatedTenant, RenderRequest.pdf(pdfBytes));
  *     PoolStats s = pool.stats();
  * }
  * }</pre>
@@ -58,13 +69,16 @@ public final class SandboxPool implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(SandboxPool.class.getName());
 
     /** How long a sandbox may be used. */
-    public sealed interface Recycle permits PerRequest, AfterRequests, PerCaller, Auto {
-        /** A fresh sandbox per request. */
+    public sealed interface Recycle permits PerRequest, AfterRequests, PerCaller {
+        /** A fresh sandbox per request (the default). */
         static Recycle perRequest() {
             return new PerRequest();
         }
 
-        /** A sandbox serves up to {@code n} requests (1..1,000,000), then is replaced. */
+        /**
+         * A sandbox serves up to {@code n} requests (1..1,000,000) of one caller key, then is
+         * replaced; requests without a key share sandboxes among themselves only.
+         */
         static Recycle afterRequests(int n) {
             return new AfterRequests(n);
         }
@@ -72,14 +86,6 @@ public final class SandboxPool implements AutoCloseable {
         /** A sandbox serves one caller key ({@link SandboxPool#render(String, RenderRequest)}) only. */
         static Recycle perCaller() {
             return new PerCaller();
-        }
-
-        /**
-         * {@link #perRequest()} when the backend restores sandboxes from a template, otherwise
-         * {@code afterRequests(1000)}: decided by the first sandbox the pool gets.
-         */
-        static Recycle auto() {
-            return new Auto();
         }
     }
 
@@ -97,12 +103,6 @@ public final class SandboxPool implements AutoCloseable {
     record PerCaller() implements Recycle {
     }
 
-    record Auto() implements Recycle {
-    }
-
-    /** What {@code auto()} uses when sandboxes cold-boot. */
-    static final int AUTO_REUSE = 1000;
-
     /**
      * Counters since the pool was created.
      *
@@ -116,9 +116,23 @@ public final class SandboxPool implements AutoCloseable {
      * @param failedStarts sandboxes that could not be started
      * @param live       sandboxes alive now (idle, busy or starting)
      * @param idle       fresh sandboxes waiting now
+     * @param discarded  sandboxes closed because their request failed (never reused)
+     * @param expired    sandboxes closed by the idle timeout or the maximum lifetime
+     * @param coldBootNotice empty while every sandbox was restored from a template; else why
+     *                   sandboxes cold-boot (each request then pays a cold boot under
+     *                   {@code perRequest()})
      */
     public record PoolStats(long started, long restored, long recycled, long crashed, long timedOut, long requests,
-            long retried, long failedStarts, int live, int idle) {
+            long retried, long failedStarts, int live, int idle, long discarded, long expired, String coldBootNotice) {
+    }
+
+    /** One live sandbox's bookkeeping. */
+    private static final class Lease {
+        final long bornNanos = System.nanoTime();
+        int uses;
+        /** The caller key it served (null: requests without a key). */
+        String key;
+        long idleSinceNanos;
     }
 
     private final SandboxBackend backend;
@@ -126,22 +140,24 @@ public final class SandboxPool implements AutoCloseable {
     private final int maxSandboxes;
     private final int minIdle;
     private final Duration acquireTimeout;
+    private final Duration idleTimeout;
+    private final Duration maxLifetime;
     private final boolean warmUpRender;
-    private volatile Recycle recycle;
+    private final Recycle recycle;
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
     /** Never used (beyond the warm-up render). */
     private final Deque<Sandbox> fresh = new ArrayDeque<>();
-    /** Used, may serve again (afterRequests). */
-    private final Deque<Sandbox> used = new ArrayDeque<>();
-    /** Used by one caller, may serve that caller again (perCaller). */
-    private final Map<String, Sandbox> byCaller = new HashMap<>();
-    private final Map<Sandbox, Integer> uses = new IdentityHashMap<>();
+    /** Used, may serve the same caller key again (afterRequests, perCaller); the null key is allowed. */
+    private final Map<String, Deque<Sandbox>> reusable = new HashMap<>();
+    private final Map<Sandbox, Lease> leases = new IdentityHashMap<>();
     private int live;
     private int starting;
     private boolean closed;
+    private String coldBootNotice = "";
     private final Thread filler;
+    private final Thread keeper;
 
     private final AtomicLong started = new AtomicLong();
     private final AtomicLong restored = new AtomicLong();
@@ -151,6 +167,8 @@ public final class SandboxPool implements AutoCloseable {
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong retried = new AtomicLong();
     private final AtomicLong failedStarts = new AtomicLong();
+    private final AtomicLong discarded = new AtomicLong();
+    private final AtomicLong expired = new AtomicLong();
 
     private SandboxPool(Builder b) {
         this.backend = b.backend;
@@ -159,6 +177,8 @@ public final class SandboxPool implements AutoCloseable {
         this.minIdle = b.minIdle;
         this.acquireTimeout = b.acquireTimeout != null ? b.acquireTimeout
                 : config.bootTimeout().plus(config.requestTimeout());
+        this.idleTimeout = b.idleTimeout;
+        this.maxLifetime = b.maxLifetime;
         this.warmUpRender = b.warmUpRender;
         this.recycle = b.recycle;
         if (minIdle > maxSandboxes) {
@@ -169,6 +189,9 @@ public final class SandboxPool implements AutoCloseable {
         if (minIdle > 0) {
             filler.start();
         }
+        this.keeper = new Thread(this::expiryLoop, "qvm-pool-expiry");
+        this.keeper.setDaemon(true);
+        keeper.start();
     }
 
     /** A pool of {@code config} sandboxes; see {@link Builder} for the defaults. The pool does not close {@code backend}. */
@@ -177,14 +200,14 @@ public final class SandboxPool implements AutoCloseable {
     }
 
     /**
-     * At most {@code size} sandboxes of {@code config}, recycled by {@link Recycle#auto()}, none
-     * started ahead (the shape of qvm's first pool).
+     * At most {@code size} sandboxes of {@code config}, a fresh one per request, none started
+     * ahead (the shape of qvm's first pool).
      */
     public static SandboxPool of(SandboxBackend backend, SandboxConfig config, int size) {
         return builder(backend, config).maxSandboxes(size).minIdle(0).build();
     }
 
-    /** The policy in force ({@code auto()} is resolved by the first sandbox). */
+    /** The policy in force. */
     public Recycle recycle() {
         return recycle;
     }
@@ -229,8 +252,13 @@ public final class SandboxPool implements AutoCloseable {
     }
 
     /**
-     * Renders for caller {@code key} under {@link Recycle#perCaller()}: the sandbox has served
-     * this key only, and will serve this key only. Under another policy the key is ignored.
+     * Renders for caller {@code key}: the sandbox has served this key only, and will serve this
+     * key only, under every policy ({@code perRequest()}: it is fresh and closed afterwards;
+     * {@code afterRequests(n)} and {@code perCaller()}: it is reused for this key alone).
+     *
+     * <p>The key must be an <strong>authenticated principal</strong> (the tenant your server
+     * authenticated), never a value the uploader chooses: a tenant who could name another
+     * tenant's key would be handed the sandbox that rendered the other tenant's documents.
      */
     public RenderResult render(String key, RenderRequest request) {
         Objects.requireNonNull(key, "key");
@@ -277,6 +305,7 @@ public final class SandboxPool implements AutoCloseable {
             (e.reason() == SandboxLostException.Reason.DEADLINE_EXCEEDED ? timedOut : crashed).incrementAndGet();
             throw e;
         } finally {
+            // ok stays false for every failure, a refused document included: that sandbox is never reused
             release(s, key, ok);
         }
     }
@@ -331,19 +360,13 @@ public final class SandboxPool implements AutoCloseable {
 
     /** Under the lock: a live sandbox this request may use, or null. Dead ones are dropped. */
     private Sandbox takeIdle(String key) {
-        Recycle r = recycle;
-        if (r instanceof PerCaller && key != null) {
-            Sandbox mine = byCaller.remove(key);
-            if (mine != null) {
-                if (mine.isAlive()) {
-                    return mine;
-                }
-                dropLocked(mine);
-            }
-        }
-        if (r instanceof AfterRequests || r instanceof Auto) {
+        if (reuses(key)) {
+            Deque<Sandbox> mine = reusable.get(key);
             Sandbox s;
-            while ((s = used.pollFirst()) != null) {
+            while (mine != null && (s = mine.pollFirst()) != null) {
+                if (mine.isEmpty()) {
+                    reusable.remove(key);
+                }
                 if (s.isAlive()) {
                     return s;
                 }
@@ -360,15 +383,29 @@ public final class SandboxPool implements AutoCloseable {
         return null;
     }
 
-    /** Under the lock, when full: closes one sandbox that only waits to be reused, to make room. */
+    /** Whether a sandbox that served {@code key} may serve it again under the policy. */
+    private boolean reuses(String key) {
+        return recycle instanceof AfterRequests || recycle instanceof PerCaller && key != null;
+    }
+
+    /** Under the lock, when full: closes the sandbox that has waited longest to be reused, to make room. */
     private boolean evictOneIdle() {
-        Sandbox victim = used.pollLast();
-        if (victim == null && !byCaller.isEmpty()) {
-            String k = byCaller.keySet().iterator().next();
-            victim = byCaller.remove(k);
+        Sandbox victim = null;
+        String victimKey = null;
+        for (Map.Entry<String, Deque<Sandbox>> e : reusable.entrySet()) {
+            Sandbox oldest = e.getValue().peekLast();
+            if (victim == null || leases.get(oldest).idleSinceNanos - leases.get(victim).idleSinceNanos < 0) {
+                victim = oldest;
+                victimKey = e.getKey();
+            }
         }
         if (victim == null) {
             return false;
+        }
+        Deque<Sandbox> q = reusable.get(victimKey);
+        q.pollLast();
+        if (q.isEmpty()) {
+            reusable.remove(victimKey);
         }
         recycled.incrementAndGet();
         dropLocked(victim);
@@ -378,24 +415,23 @@ public final class SandboxPool implements AutoCloseable {
     private void release(Sandbox s, String key, boolean ok) {
         lock.lock();
         try {
-            int n = uses.merge(s, 1, Integer::sum);
-            Recycle r = recycle;
+            Lease lease = leases.get(s);
+            int n = ++lease.uses;
+            lease.key = key;
             if (closed || !s.isAlive()) {
                 dropLocked(s);
-            } else if (r instanceof PerRequest || (r instanceof PerCaller && key == null)) {
+            } else if (!ok) {
+                discarded.incrementAndGet(); // its request failed: what the document did there stays there
+                dropLocked(s);
+            } else if (!reuses(key) || recycle instanceof AfterRequests a && n >= a.n()) {
                 recycled.incrementAndGet();
                 dropLocked(s);
-            } else if (r instanceof AfterRequests a && n >= a.n() || r instanceof Auto && n >= AUTO_REUSE) {
-                recycled.incrementAndGet();
+            } else if (System.nanoTime() - lease.bornNanos >= maxLifetime.toNanos()) {
+                expired.incrementAndGet();
                 dropLocked(s);
-            } else if (r instanceof PerCaller) {
-                Sandbox previous = byCaller.put(key, s);
-                if (previous != null && previous != s) {
-                    recycled.incrementAndGet();
-                    dropLocked(previous);
-                }
             } else {
-                used.addFirst(s);
+                lease.idleSinceNanos = System.nanoTime();
+                reusable.computeIfAbsent(key, k -> new ArrayDeque<>()).addFirst(s);
             }
             changed.signalAll();
         } finally {
@@ -403,9 +439,68 @@ public final class SandboxPool implements AutoCloseable {
         }
     }
 
+    /**
+     * Closes idle sandboxes past their time: one kept for reuse after {@link Builder#idleTimeout}
+     * without a request, any idle one (fresh ones too) after {@link Builder#maxLifetime}. Busy
+     * ones are looked at when their request ends ({@link #release}).
+     */
+    private void expiryLoop() {
+        lock.lock();
+        try {
+            while (!closed) {
+                long now = System.nanoTime();
+                long next = Long.MAX_VALUE;
+                for (java.util.Iterator<Sandbox> it = fresh.iterator(); it.hasNext(); ) {
+                    Sandbox s = it.next();
+                    long due = leases.get(s).bornNanos + maxLifetime.toNanos();
+                    if (due - now <= 0) {
+                        it.remove();
+                        expire(s, "its maximum lifetime of " + maxLifetime);
+                    } else {
+                        next = Math.min(next, due - now);
+                    }
+                }
+                for (java.util.Iterator<Deque<Sandbox>> qs = reusable.values().iterator(); qs.hasNext(); ) {
+                    Deque<Sandbox> q = qs.next();
+                    for (java.util.Iterator<Sandbox> it = q.iterator(); it.hasNext(); ) {
+                        Sandbox s = it.next();
+                        Lease l = leases.get(s);
+                        long idleDue = l.idleSinceNanos + idleTimeout.toNanos();
+                        long lifeDue = l.bornNanos + maxLifetime.toNanos();
+                        if (idleDue - now <= 0 || lifeDue - now <= 0) {
+                            it.remove();
+                            expire(s, idleDue - now <= 0 ? "no request for " + idleTimeout
+                                    : "its maximum lifetime of " + maxLifetime);
+                        } else {
+                            next = Math.min(next, Math.min(idleDue, lifeDue) - now);
+                        }
+                    }
+                    if (q.isEmpty()) {
+                        qs.remove();
+                    }
+                }
+                try {
+                    changed.awaitNanos(next);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Under the lock: closes an idle sandbox whose time is up. */
+    private void expire(Sandbox s, String why) {
+        expired.incrementAndGet();
+        LOG.log(System.Logger.Level.DEBUG, "closing pooled sandbox " + s.id() + ": " + why);
+        dropLocked(s);
+        changed.signalAll(); // the filler may start a fresh one in its place
+    }
+
     /** Under the lock: forget {@code s} and close it outside the lock's critical work. */
     private void dropLocked(Sandbox s) {
-        uses.remove(s);
+        leases.remove(s);
         live--;
         closeLater(s);
     }
@@ -436,8 +531,14 @@ public final class SandboxPool implements AutoCloseable {
                 restored.incrementAndGet();
             } else {
                 started.incrementAndGet();
+                noticeColdBoot(s);
             }
-            resolveAuto(s);
+            lock.lock();
+            try {
+                leases.put(s, new Lease());
+            } finally {
+                lock.unlock();
+            }
             if (warm) {
                 warmUp(s);
             }
@@ -465,19 +566,31 @@ public final class SandboxPool implements AutoCloseable {
         }
     }
 
-    private void resolveAuto(Sandbox s) {
-        if (recycle instanceof Auto) {
-            Recycle chosen = s.bootReport().restored() ? Recycle.perRequest() : Recycle.afterRequests(AUTO_REUSE);
-            lock.lock(); // the pool's one lock, which release() reads the policy under
-            try {
-                if (recycle instanceof Auto) {
-                    recycle = chosen;
-                    LOG.log(System.Logger.Level.INFO, "pool recycle policy: " + chosen + " (sandboxes "
-                            + (s.bootReport().restored() ? "are restored from a template" : "cold-boot") + ")");
-                }
-            } finally {
-                lock.unlock();
+    /**
+     * Said once per pool, at WARNING and in {@link PoolStats#coldBootNotice()}: sandboxes are
+     * cold-booted, not restored (templates off or unusable here, or a restore failed). The
+     * policy does not change: under {@code perRequest()} every request still gets a fresh VM,
+     * and pays a cold boot for it.
+     */
+    private void noticeColdBoot(Sandbox s) {
+        String why = s.bootReport().notes().isEmpty() ? "templates are off or cannot serve this config here"
+                : String.join("; ", s.bootReport().notes());
+        String notice = "sandbox " + s.id() + " was cold-booted, not restored from a template (" + why + "); the pool"
+                + " still gives " + (recycle instanceof PerRequest ? "every request a fresh VM, each paying a cold boot"
+                : "sandboxes out under " + recycle) + ". To reuse sandboxes instead, choose Recycle.afterRequests(n)"
+                + " or perCaller() explicitly; to restore clones, see `qvm doctor` and `qvm template build`";
+        boolean first;
+        lock.lock();
+        try {
+            first = coldBootNotice.isEmpty();
+            if (first) {
+                coldBootNotice = notice;
             }
+        } finally {
+            lock.unlock();
+        }
+        if (first) {
+            LOG.log(System.Logger.Level.WARNING, notice);
         }
     }
 
@@ -562,7 +675,8 @@ public final class SandboxPool implements AutoCloseable {
         lock.lock();
         try {
             return new PoolStats(started.get(), restored.get(), recycled.get(), crashed.get(), timedOut.get(),
-                    requests.get(), retried.get(), failedStarts.get(), live, fresh.size());
+                    requests.get(), retried.get(), failedStarts.get(), live, fresh.size(), discarded.get(),
+                    expired.get(), coldBootNotice);
         } finally {
             lock.unlock();
         }
@@ -590,11 +704,9 @@ public final class SandboxPool implements AutoCloseable {
             if (!closed) {
                 closed = true;
                 toClose.addAll(fresh);
-                toClose.addAll(used);
-                toClose.addAll(byCaller.values());
+                reusable.values().forEach(toClose::addAll);
                 fresh.clear();
-                used.clear();
-                byCaller.clear();
+                reusable.clear();
                 toClose.forEach(this::dropLocked);
             }
             changed.signalAll();
@@ -602,6 +714,7 @@ public final class SandboxPool implements AutoCloseable {
             lock.unlock();
         }
         filler.interrupt();
+        keeper.interrupt();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         try {
             filler.join(TimeUnit.NANOSECONDS.toMillis(Math.max(1, deadline - System.nanoTime())) + 1);
@@ -623,7 +736,9 @@ public final class SandboxPool implements AutoCloseable {
     public static final class Builder {
         private final SandboxBackend backend;
         private final SandboxConfig config;
-        private Recycle recycle = Recycle.auto();
+        private Recycle recycle = Recycle.perRequest();
+        private Duration idleTimeout = Duration.ofMinutes(10);
+        private Duration maxLifetime = Duration.ofMinutes(30);
         private int maxSandboxes = 4;
         private int minIdle = 1;
         private Duration acquireTimeout;
@@ -634,7 +749,10 @@ public final class SandboxPool implements AutoCloseable {
             this.config = Objects.requireNonNull(config, "config");
         }
 
-        /** Default {@link Recycle#auto()}. */
+        /**
+         * Default {@link Recycle#perRequest()}: no two requests share a VM. Reuse
+         * ({@code afterRequests}, {@code perCaller}) is the caller's explicit choice.
+         */
         public Builder recycle(Recycle policy) {
             this.recycle = Objects.requireNonNull(policy, "policy");
             return this;
@@ -665,6 +783,33 @@ public final class SandboxPool implements AutoCloseable {
             }
             this.acquireTimeout = timeout;
             return this;
+        }
+
+        /**
+         * A sandbox kept for reuse ({@code afterRequests}, {@code perCaller}) is closed after this
+         * long without a request (default 10 minutes, as connection pools do): an idle VM holds
+         * memory and its worker's state, and a caller that left does not come back for it.
+         */
+        public Builder idleTimeout(Duration timeout) {
+            this.idleTimeout = positive("idleTimeout", timeout);
+            return this;
+        }
+
+        /**
+         * Any sandbox — waiting fresh, or kept for reuse — is closed once it is this old and idle
+         * (default 30 minutes); a busy one when its request ends. Bounds how long one VM, and
+         * whatever a document left in it, lives.
+         */
+        public Builder maxLifetime(Duration lifetime) {
+            this.maxLifetime = positive("maxLifetime", lifetime);
+            return this;
+        }
+
+        private static Duration positive(String name, Duration d) {
+            if (d == null || d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException(name + " must be positive, got " + d);
+            }
+            return d;
         }
 
         /** Whether each sandbox started ahead is warmed by {@link SandboxPool#warmUp} first (default true). */

@@ -12,9 +12,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.qvm.FakeSandboxBackend.FakeSandbox;
 import io.qvm.SandboxPool.PoolStats;
 import io.qvm.SandboxPool.Recycle;
+import io.qvm.protocol.ErrorCode;
 import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.RenderRequest;
+import io.qvm.transport.testing.FakeWorker;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -202,33 +204,126 @@ class SandboxPoolTest {
     }
 
     @Test
-    void autoIsPerRequestWhenSandboxesAreRestoredFromATemplate() {
-        backend.restored(true);
+    @Tag("security")
+    void theDefaultGivesEveryRequestAFreshSandboxEvenWhenSandboxesColdBoot() {
+        backend.restored(false); // templates off here, or every restore failed: each sandbox cold-boots
         pool = SandboxPool.builder(backend, CONFIG).minIdle(0).warmUpRender(false).build();
-        assertInstanceOf(SandboxPool.Auto.class, pool.recycle(), "undecided before the first sandbox");
-        String first = render("r");
         assertEquals(Recycle.perRequest(), pool.recycle());
-        String second = render("r");
-        assertNotEquals(first, second);
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            ids.add(render("r"));
+        }
+        assertEquals(3, new HashSet<>(ids).size(), "three requests, three VMs, though each cold-booted: " + ids);
+        await().atMost(LONG).until(() -> backend.closes() == 3);
         PoolStats st = pool.stats();
-        assertEquals(2, st.restored());
-        assertEquals(0, st.started());
-        assertEquals(2, st.recycled());
+        assertEquals(3, st.started());
+        assertEquals(0, st.restored());
+        assertEquals(3, st.recycled());
+        assertTrue(st.coldBootNotice().contains("cold-booted") && st.coldBootNotice().contains(ids.get(0)),
+                "the first cold boot is named, once: " + st.coldBootNotice());
+        assertTrue(st.coldBootNotice().contains("every request a fresh VM"), st.coldBootNotice());
     }
 
     @Test
-    void autoReusesSandboxesThatColdBoot() {
-        backend.restored(false);
+    @Tag("security")
+    void aRestoreThatFailsUnderLoadDoesNotTurnThePoolIntoOneSharedVm() {
+        backend.restored(true);
         pool = SandboxPool.builder(backend, CONFIG).minIdle(0).warmUpRender(false).build();
         String first = render("r");
-        assertEquals(Recycle.afterRequests(SandboxPool.AUTO_REUSE), pool.recycle());
-        assertEquals(first, render("r"));
-        assertEquals(first, render("r"));
+        assertEquals("", pool.stats().coldBootNotice(), "restored: nothing to say");
+        backend.restored(false); // the backend fell back to cold boots from now on
+        String second = render("r");
+        String third = render("r");
+        assertEquals(3, Set.of(first, second, third).size());
         PoolStats st = pool.stats();
-        assertEquals(1, st.started());
-        assertEquals(0, st.restored());
-        assertEquals(0, st.recycled());
-        assertEquals(1, backend.starts());
+        assertEquals(1, st.restored());
+        assertEquals(2, st.started());
+        assertTrue(st.coldBootNotice().contains(second), "the first cold-booted sandbox is named: " + st.coldBootNotice());
+    }
+
+    @Test
+    @Tag("security")
+    void aSandboxWhoseRequestFailedIsNeverReusedWhateverThePolicy() {
+        for (Recycle policy : List.of(Recycle.afterRequests(100), Recycle.perCaller())) {
+            SandboxPool p = builder().recycle(policy).build();
+            try {
+                byte[] a = doc("a");
+                assertEquals(FakeSandboxBackend.RESULT, p.render("k", RenderRequest.svg(a)));
+                String used = servedBy(a);
+                for (ErrorCode code : List.of(ErrorCode.TIMEOUT, ErrorCode.LIMIT_EXCEEDED, ErrorCode.INTERNAL)) {
+                    backend.sandbox(used).worker().enqueue(FakeWorker.Effect.error(code, "refused"));
+                    RenderFailedException e = assertThrows(RenderFailedException.class,
+                            () -> p.render("k", RenderRequest.svg(doc("bad"))));
+                    assertEquals(code, e.code());
+                    FakeSandbox failed = backend.sandbox(used);
+                    await().atMost(LONG).until(failed::closed);
+                    byte[] next = doc("next");
+                    assertEquals(FakeSandboxBackend.RESULT, p.render("k", RenderRequest.svg(next)));
+                    String nextId = servedBy(next);
+                    assertNotEquals(used, nextId, policy + ": after " + code + " the next request gets another VM");
+                    used = nextId;
+                }
+                assertEquals(3, p.stats().discarded(), policy.toString());
+            } finally {
+                p.close();
+            }
+        }
+    }
+
+    @Test
+    @Tag("security")
+    void afterRequestsHonoursTheCallerKeyInsteadOfIgnoringIt() {
+        pool = builder().recycle(Recycle.afterRequests(10)).maxSandboxes(4).build();
+        Map<String, Set<String>> sandboxesOfKey = new HashMap<>();
+        for (String key : List.of("a", "b", "a", "b", "a")) {
+            sandboxesOfKey.computeIfAbsent(key, k -> new HashSet<>()).add(render(key, key));
+        }
+        String anonymous = render("n");
+        assertEquals(1, sandboxesOfKey.get("a").size(), "a reuses its own: " + sandboxesOfKey);
+        assertEquals(1, sandboxesOfKey.get("b").size(), "b reuses its own: " + sandboxesOfKey);
+        assertNotEquals(sandboxesOfKey.get("a"), sandboxesOfKey.get("b"));
+        assertFalse(sandboxesOfKey.get("a").contains(anonymous) || sandboxesOfKey.get("b").contains(anonymous),
+                "a request without a key never lands in a keyed sandbox");
+        assertEquals(anonymous, render("n"), "requests without a key share among themselves under afterRequests");
+    }
+
+    @Test
+    void perRequestHonoursAKeyByGivingItAFreshSandbox() {
+        pool = builder().recycle(Recycle.perRequest()).build();
+        String a = render("a", "a");
+        String a2 = render("a", "a");
+        assertNotEquals(a, a2);
+        await().atMost(LONG).until(() -> backend.closes() == 2);
+    }
+
+    @Test
+    void aSandboxKeptForReuseIsClosedAfterTheIdleTimeout() {
+        pool = builder().recycle(Recycle.perCaller()).idleTimeout(Duration.ofMillis(300)).build();
+        String a = render("a", "a");
+        await().atMost(LONG).until(() -> backend.sandbox(a).closed());
+        assertEquals(1, pool.stats().expired());
+        assertEquals(0, pool.live());
+        assertNotEquals(a, render("a", "a"), "the caller comes back to a new sandbox");
+    }
+
+    @Test
+    void everySandboxIsClosedAtItsMaximumLifetimeEvenAFreshOneWaiting() {
+        pool = SandboxPool.builder(backend, CONFIG).minIdle(1).warmUpRender(false).maxLifetime(Duration.ofMillis(500))
+                .build();
+        await().atMost(LONG).until(() -> backend.starts() >= 1);
+        String first = backend.sandboxes().get(0).id();
+        await().atMost(LONG).until(() -> backend.sandbox(first).closed());
+        await().atMost(LONG).until(() -> backend.starts() >= 2 && pool.stats().idle() == 1);
+        assertTrue(pool.stats().expired() >= 1);
+    }
+
+    @Test
+    void aReusedSandboxPastItsMaximumLifetimeIsClosedWhenItsRequestEnds() {
+        pool = builder().recycle(Recycle.afterRequests(100)).maxLifetime(Duration.ofMillis(200))
+                .idleTimeout(Duration.ofMinutes(10)).build();
+        String first = render("r");
+        await().atMost(LONG).until(() -> backend.sandbox(first).closed());
+        assertNotEquals(first, render("r"));
     }
 
     // ---- sizing --------------------------------------------------------------------------------

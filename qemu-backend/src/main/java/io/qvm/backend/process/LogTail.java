@@ -30,6 +30,18 @@ public final class LogTail {
      * reporting another failure.
      */
     public static String tail(Path file, int maxBytes) {
+        return tail(file, 0, maxBytes);
+    }
+
+    /**
+     * As {@link #tail(Path, int)}, but nothing before byte {@code from} of the file: the evidence
+     * of one request is what the guest wrote while that request ran, never what an earlier
+     * request's document made it print.
+     */
+    public static String tail(Path file, long from, int maxBytes) {
+        if (from < 0) {
+            throw new IllegalArgumentException("from must not be negative, got " + from);
+        }
         if (maxBytes <= 0) {
             throw new IllegalArgumentException("maxBytes must be positive, got " + maxBytes);
         }
@@ -38,7 +50,7 @@ public final class LogTail {
         }
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             long size = ch.size();
-            long start = Math.max(0, size - maxBytes);
+            long start = Math.max(Math.min(from, size), size - maxBytes);
             ByteBuffer buf = ByteBuffer.allocate((int) (size - start));
             while (buf.hasRemaining() && ch.read(buf, start + buf.position()) > 0) {
                 // read until full or end of file (the file may shrink meanwhile)
@@ -49,9 +61,9 @@ public final class LogTail {
                     .onUnmappableCharacter(CodingErrorAction.REPLACE)
                     .decode(buf)
                     .toString();
-            if (start > 0) {
+            if (start > 0 && start > from) {
                 int nl = text.indexOf('\n');
-                text = "[... " + start + " earlier bytes omitted]\n" + (nl >= 0 ? text.substring(nl + 1) : text);
+                text = "[... " + (start - from) + " earlier bytes omitted]\n" + (nl >= 0 ? text.substring(nl + 1) : text);
             }
             return ControlChars.escape(text, "\n\t", "\r"); // CRLF consoles: the CR goes
         } catch (NoSuchFileException e) {

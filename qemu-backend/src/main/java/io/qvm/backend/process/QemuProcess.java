@@ -136,7 +136,21 @@ public final class QemuProcess implements AutoCloseable {
     }
 
     public String consoleTail(int maxBytes) {
-        return consoleLog == null ? "" : LogTail.tail(consoleLog, maxBytes);
+        return consoleTail(0, maxBytes);
+    }
+
+    /** The console's tail, nothing before byte {@code from} ({@link #consoleBytes()} at some earlier moment). */
+    public String consoleTail(long from, int maxBytes) {
+        return consoleLog == null ? "" : LogTail.tail(consoleLog, from, maxBytes);
+    }
+
+    /** How many bytes the guest console holds now (0 if there is none yet). */
+    public long consoleBytes() {
+        try {
+            return consoleLog == null ? 0 : java.nio.file.Files.size(consoleLog);
+        } catch (java.io.IOException e) {
+            return 0;
+        }
     }
 
     /**

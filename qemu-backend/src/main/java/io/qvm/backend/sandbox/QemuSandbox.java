@@ -71,6 +71,11 @@ public final class QemuSandbox implements Sandbox {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final CompletableFuture<Void> exit = new CompletableFuture<>();
     private final Object requestLock = new Object();
+    /**
+     * The console's size when the current request began: a request's failure carries only what
+     * the guest printed since, so no earlier document's output reaches this caller.
+     */
+    private volatile long requestConsoleMark;
     /** What the transport had discarded when the worker was READY: after that, anything more is the worker's doing. */
     private final long discardedBytesAtReady;
     private final long discardedFramesAtReady;
@@ -177,6 +182,7 @@ public final class QemuSandbox implements Sandbox {
                         + " bytes is above the limit of " + limits.maxRequestBytes() + " bytes; nothing was sent"
                         + " (limits come from SandboxConfig.maxRequestBytes)");
             }
+            requestConsoleMark = qemu.consoleBytes(); // this request's evidence starts here
             refuseStrays(what, null); // what came after the last answer: never hand the next document to that worker
             CompletableFuture<Frame> reply = transport.request(request);
             if (reply.isCompletedExceptionally()
@@ -205,7 +211,7 @@ public final class QemuSandbox implements Sandbox {
                 }
             } catch (TimeoutException e) {
                 reply.cancel(false);
-                String consoleTail = qemu.consoleTail(QemuProcess.TAIL_BYTES);
+                String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
                 String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
                 stop(false);
                 throw new SandboxLostException(SandboxLostException.Reason.DEADLINE_EXCEEDED, "TIMEOUT: the " + what + " request overran the request deadline of "
@@ -263,7 +269,7 @@ public final class QemuSandbox implements Sandbox {
                     + " bytes, so the VM was stopped";
         }
         worker += JvmCrashReport.clause(state.consoleLog());
-        String consoleTail = qemu.consoleTail(QemuProcess.TAIL_BYTES);
+        String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
         String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
         stop(false);
         return new SandboxLostException(SandboxLostException.Reason.CRASHED, "sandbox " + id + " died during the " + what + " request (" + how + worker
@@ -275,7 +281,7 @@ public final class QemuSandbox implements Sandbox {
      * not to be trusted with one) and returns the failure that says so.
      */
     private SandboxLostException violation(String what, String problem, Throwable cause) {
-        String consoleTail = qemu.consoleTail(QemuProcess.TAIL_BYTES);
+        String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
         String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
         stop(false);
         return new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id

@@ -51,6 +51,19 @@ class LogTailTest {
     }
 
     @Test
+    @Tag("security")
+    void aTailFromAMarkHoldsNothingWrittenBeforeIt() throws Exception {
+        Path f = Files.writeString(tmp.resolve("console.log"), "earlier document: secret-of-tenant-a\n");
+        long mark = Files.size(f);
+        Files.writeString(f, "this request: line 1\nline 2\n", java.nio.file.StandardOpenOption.APPEND);
+        String tail = LogTail.tail(f, mark, 4096);
+        assertEquals("this request: line 1\nline 2\n", tail);
+        assertEquals("", LogTail.tail(f, Files.size(f), 4096), "nothing written since the mark: nothing");
+        String cut = LogTail.tail(f, mark, 10);
+        assertTrue(cut.startsWith("[... ") && !cut.contains("secret"), cut);
+    }
+
+    @Test
     void missingFileIsSaidNotThrown() {
         assertTrue(LogTail.tail(tmp.resolve("nope"), 10).startsWith("(no file"));
     }
