@@ -16,6 +16,7 @@ import io.qvm.backend.process.SocketPaths;
 import io.qvm.backend.process.StaleSandboxReaper;
 import io.qvm.backend.process.StateDirectory;
 import io.qvm.backend.qemu.MachineProfile;
+import io.qvm.backend.qemu.QemuCommand;
 import io.qvm.backend.qemu.QemuCommandInput;
 import io.qvm.backend.qemu.VmRole;
 import io.qvm.backend.boot.CloneRestore;
@@ -277,6 +278,11 @@ public final class QemuVmBackend implements SandboxBackend {
         for (TemplateMode mode : TemplateMode.values()) {
             // no QEMU, no image, no accelerator: thrown as they are (a cold boot would fail the same way)
             Plan plan = plan(config, mode);
+            Optional<String> unsafe = modeUnsafe(plan);
+            if (unsafe.isPresent()) {
+                sayOnce(plan.key().id(), "shared-RAM templates are not used here: " + unsafe.get());
+                continue;
+            }
             String off = templatesOff.get(plan.key().id());
             Optional<String> unsupported = unsupported(plan);
             if (unsupported.isPresent()) {
@@ -331,6 +337,18 @@ public final class QemuVmBackend implements SandboxBackend {
         }
     }
 
+    /** Why {@code plan}'s template mode would let a clone write what other clones share, if it would. */
+    private static Optional<String> modeUnsafe(Plan plan) {
+        return plan.mode() == TemplateMode.SHARED_RAM
+                ? QemuCommand.sharedRamClonesUnsupported(plan.target().qemu().version()) : Optional.empty();
+    }
+
+    /** The template mode sandboxes of {@code config} use here: shared RAM where it is safe, else the full state. */
+    private Plan preferredPlan(SandboxConfig config) {
+        Plan shared = plan(config, TemplateMode.SHARED_RAM);
+        return modeUnsafe(shared).isPresent() ? plan(config, TemplateMode.FULL) : shared;
+    }
+
     /** Why templates cannot work for {@code plan} on this host, if they cannot. */
     private static Optional<String> unsupported(Plan plan) {
         if (plan.input().config().transport() == TransportPreference.VSOCK) {
@@ -362,7 +380,7 @@ public final class QemuVmBackend implements SandboxBackend {
 
     /** The template's key for {@code config} on this host (what {@code qvm template ls} shows). */
     public TemplateKey templateKey(SandboxConfig config) {
-        return plan(config, TemplateMode.SHARED_RAM).key();
+        return preferredPlan(config).key();
     }
 
     /** Where this backend keeps templates. */
@@ -376,7 +394,7 @@ public final class QemuVmBackend implements SandboxBackend {
      * @throws SandboxException when templates cannot be used for it here, or the build failed
      */
     public Template buildTemplate(SandboxConfig config) {
-        Plan plan = plan(config, TemplateMode.SHARED_RAM);
+        Plan plan = preferredPlan(config);
         Optional<String> unsupported = unsupported(plan);
         if (unsupported.isPresent()) {
             throw new TemplateException("templates are not used here: " + unsupported.get());

@@ -39,7 +39,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * A stand-in for {@code qemu-system-x86_64}, run as a real process by the real launcher: a fake
  * <em>peer</em> that speaks every protocol the backend speaks to QEMU and the guest, on the
  * sockets and files the argv names. It answers {@code --version} and {@code -accel help} like
- * QEMU 7.2, prints the functional probe's marker when booted with {@code -serial stdio}, and
+ * QEMU 8.2 (or the scenario's {@code qemuVersion}), prints the functional probe's marker when booted with {@code -serial stdio}, and
  * otherwise plays a whole sandbox:
  *
  * <ul>
@@ -61,6 +61,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * (see {@link FakeQemuHost}); {@code boots} there counts the sandboxes this QEMU played, and
  * {@code argv} holds the last sandbox's command line (one argument per line).
  * <pre>
+ *  qemuVersion=X.Y.Z    what --version says (default {@value #VERSION})
  *  workerExitStatus=N    the worker exits with N before READY (then the VM powers off)
  *  failingBoots=K        … in the first K boots only (default: every boot)
  *  initError=TEXT        the init fails with TEXT before it starts the worker
@@ -79,8 +80,11 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class FakeQemu {
 
-    static final String VERSION_LINE = "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18)";
+    /** The version it claims unless the scenario says {@code qemuVersion=X.Y.Z}: the first that maps a clone's RAM read-only. */
+    static final String VERSION = "8.2.2";
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** Files held open for the VM's life, as QEMU holds its RAM backend. */
+    private static final List<java.nio.channels.FileChannel> HELD = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     private final Map<String, String> chardevPaths = new HashMap<>();
     private final Properties scenario = new Properties();
@@ -120,6 +124,12 @@ public final class FakeQemu {
             } else if (a.equals("-object") && next.startsWith("memory-backend-file,")) {
                 Map<String, String> opts = options(next);
                 Path ram = Path.of(opts.get("mem-path"));
+                if ("off".equals(opts.get("share"))) {
+                    // as QEMU does: the file stays open while the VM runs; read-only only with readonly=on (QEMU >= 8.2)
+                    HELD.add(java.nio.channels.FileChannel.open(ram, "on".equals(opts.get("readonly"))
+                            ? java.util.Set.of(StandardOpenOption.READ)
+                            : java.util.Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE)));
+                }
                 if ("on".equals(opts.get("share")) && !Files.exists(ram)) {
                     // QEMU creates a shared RAM file of the machine's size (sparse until written)
                     long mib = Long.parseLong(opts.get("size").replace("M", ""));
@@ -144,7 +154,14 @@ public final class FakeQemu {
         Path dir = Path.of(args[0]);
         List<String> argv = List.of(args).subList(1, args.length);
         if (argv.contains("--version")) {
-            System.out.println(VERSION_LINE);
+            Properties sc = new Properties();
+            Path scFile = dir.resolve("scenario.properties");
+            if (Files.exists(scFile)) {
+                try (InputStream in = Files.newInputStream(scFile)) {
+                    sc.load(in);
+                }
+            }
+            System.out.println("QEMU emulator version " + sc.getProperty("qemuVersion", VERSION) + " (fake)");
             System.out.println("Copyright (c) 2003-2022 Fabrice Bellard and the QEMU Project developers");
             return;
         }
@@ -337,7 +354,10 @@ public final class FakeQemu {
             Thread.sleep(Long.MAX_VALUE);
         }
         PrintStream out = new PrintStream(Channels.newOutputStream(ch), true, StandardCharsets.UTF_8);
-        out.print("{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 22, \"minor\": 2, \"major\": 7}, \"package\": \"\"},"
+        int[] v = java.util.Arrays.stream(scenario.getProperty("qemuVersion", VERSION).split("\\."))
+                .mapToInt(Integer::parseInt).toArray();
+        out.print("{\"QMP\": {\"version\": {\"qemu\": {\"micro\": " + v[2] + ", \"minor\": " + v[1] + ", \"major\": "
+                + v[0] + "}, \"package\": \"\"},"
                 + " \"capabilities\": [\"oob\"]}}\r\n");
         out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(Channels.newInputStream(ch), StandardCharsets.UTF_8));

@@ -12,6 +12,7 @@ import io.qvm.backend.image.ImageResolver;
 import io.qvm.backend.image.LocalMavenRepository;
 import io.qvm.backend.image.TestImages;
 import io.qvm.backend.process.QemuUser;
+import io.qvm.backend.template.TemplateMode;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -427,6 +428,68 @@ class QemuVmBackendTest {
             assertEquals(3, host.boots(), "the template is built once");
             assertEquals(1, backend.templateStore().list().size());
         }
+    }
+
+    @Test
+    @Tag("security")
+    void onAQemuThatOpensRamFilesReadWriteClonesComeFromAFullStateTemplateAndHoldNothingOfItWritable()
+            throws Exception {
+        host.set("qemuVersion", "7.2.22"); // Debian 12's QEMU: no readonly=on,rom=off
+        List<String> said = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (QemuVmBackend backend = host.backend().progress(said::add).build()) {
+            try (Sandbox s = backend.start(FakeQemuHost.config().build())) {
+                assertTrue(s.bootReport().restored(), s.bootReport()::toString);
+                assertEquals(TemplateMode.FULL, backend.templateStore().list().get(0).meta().orElseThrow()
+                        .templateMode());
+                assertFalse(host.lastArgv().stream().anyMatch(a -> a.startsWith("memory-backend-file")),
+                        host.lastArgv()::toString);
+                assertEquals(List.of(), writableTemplateFds(s, backend.templateStore().root()));
+                assertArrayEquals(new byte[] {6}, s.echo(new byte[] {6}));
+            }
+            assertEquals(1, said.stream().filter(l -> l.contains("shared-RAM templates are not used here")
+                    && l.contains("8.2")).count(), said::toString);
+        }
+    }
+
+    @Test
+    @Tag("security")
+    void aCloneOfASharedRamTemplateHoldsTheTemplatesRamReadOnly() throws Exception {
+        try (QemuVmBackend backend = host.backend().build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            assertTrue(s.bootReport().restored(), s.bootReport()::toString);
+            Path root = backend.templateStore().root();
+            assertFalse(templateFds(s, root).isEmpty(), "the clone maps the template's RAM file");
+            assertEquals(List.of(), writableTemplateFds(s, root));
+        }
+    }
+
+    /** The descriptors of {@code s}'s QEMU that point into {@code templates}, with their open flags (octal). */
+    private static Map<String, Integer> templateFds(Sandbox s, Path templates) throws Exception {
+        long pid = Long.parseLong(Files.readString(s.stateDir().resolve("qemu.pid")).strip());
+        Map<String, Integer> fds = new java.util.TreeMap<>();
+        try (java.util.stream.Stream<Path> all = Files.list(Path.of("/proc", Long.toString(pid), "fd"))) {
+            for (Path fd : all.toList()) {
+                Path target;
+                try {
+                    target = Files.readSymbolicLink(fd);
+                } catch (java.io.IOException gone) {
+                    continue;
+                }
+                if (target.startsWith(templates.toRealPath())) {
+                    String flags = Files.readAllLines(Path.of("/proc", Long.toString(pid), "fdinfo",
+                            fd.getFileName().toString())).stream().filter(l -> l.startsWith("flags:")).findFirst()
+                            .orElseThrow().replaceAll("flags:\\s*", "");
+                    fds.put(fd.getFileName() + " -> " + target, Integer.parseInt(flags, 8));
+                }
+            }
+        }
+        return fds;
+    }
+
+    /** Those of {@link #templateFds} not opened O_RDONLY. */
+    private static List<String> writableTemplateFds(Sandbox s, Path templates) throws Exception {
+        return templateFds(s, templates).entrySet().stream().filter(e -> (e.getValue() & 3) != 0)
+                .map(e -> e.getKey() + " flags 0" + Integer.toOctalString(e.getValue())).toList();
     }
 
     @Test

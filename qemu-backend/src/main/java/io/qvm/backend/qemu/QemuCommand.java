@@ -153,9 +153,11 @@ public final class QemuCommand {
 
     /**
      * The RAM backend of a template ({@code share=on}: the guest's writes land in the file) or a
-     * clone ({@code share=off}: a private copy-on-write mapping of the template's pages). From
-     * QEMU 8.2 a clone opens the file read-only ({@code readonly=on,rom=off}: the guest still
-     * writes, into its private copy), so the template's files can stay unwritable.
+     * clone ({@code share=off,readonly=on,rom=off}: a private copy-on-write mapping of the
+     * template's pages, from a file QEMU opens read-only — the guest still writes, into its
+     * private copy). A clone never holds a writable handle on the template's RAM, which other
+     * clones map too: on a QEMU older than {@link #READONLY_RAM_FILE} (which opens the file
+     * {@code O_RDWR} whatever the mapping) a shared-RAM clone is refused.
      */
     private static String ramBackend(VmRole role, SandboxConfig c, QemuVersion version) {
         Path file = role.ramFile().orElseThrow();
@@ -164,12 +166,33 @@ public final class QemuCommand {
         if (role instanceof VmRole.Template) {
             sb.append(",share=on");
         } else {
-            sb.append(",share=off");
-            if (version.atLeast(8, 2)) {
-                sb.append(",readonly=on,rom=off");
-            }
+            sharedRamClonesUnsupported(version).ifPresent(why -> {
+                throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, why);
+            });
+            sb.append(",share=off,readonly=on,rom=off");
         }
         return sb.toString();
+    }
+
+    /** The first QEMU that opens a {@code memory-backend-file} read-only yet maps it writable ({@code rom=off}). */
+    public static final QemuVersion READONLY_RAM_FILE = QemuVersion.of("8.2.0");
+
+    /**
+     * Why clones of a shared-RAM template cannot be started safely on QEMU {@code version}, if
+     * they cannot: before 8.2, QEMU opens a {@code memory-backend-file} read-write even for a
+     * private ({@code share=off}) mapping, so a clone whose guest escaped into QEMU could write
+     * the template's pages — pages that other tenants' running clones still share and that every
+     * later clone starts from.
+     */
+    public static java.util.Optional<String> sharedRamClonesUnsupported(QemuVersion version) {
+        if (version.compareTo(READONLY_RAM_FILE) >= 0) {
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.of("QEMU " + version + " opens a clone's RAM file read-write (a read-only open "
+                + "with a copy-on-write mapping, readonly=on,rom=off, arrived in QEMU 8.2), so a clone that escaped "
+                + "its guest could write the template's pages that other clones share; full-state templates are used "
+                + "instead (each clone reads the whole RAM: seconds, not milliseconds). For millisecond clones install "
+                + "QEMU >= 8.2 (Debian 12: bookworm-backports has 10.0)");
     }
 
     /**

@@ -244,6 +244,10 @@ public final class TemplateStore {
         if (own.isPresent()) {
             return own;
         }
+        own = readOnly(dir.resolve(Template.META));
+        if (own.isPresent()) {
+            return own;
+        }
         if (!TemplateKey.FORMAT.equals(meta.format())) {
             return Optional.of("it has format " + meta.format() + ", this qvm reads " + TemplateKey.FORMAT);
         }
@@ -281,6 +285,9 @@ public final class TemplateStore {
             return Optional.of(name + " is missing or not a regular file");
         }
         Optional<String> own = owned(file);
+        if (own.isEmpty()) {
+            own = readOnly(file);
+        }
         if (own.isPresent()) {
             return own;
         }
@@ -459,10 +466,28 @@ public final class TemplateStore {
         }
     }
 
+    /**
+     * A saved template file: readable by its owner alone and writable by nobody ({@code 0400}),
+     * so no process of this user — a clone's QEMU least of all — opens it for writing by mistake
+     * (clones open the RAM file read-only anyway: {@code QemuCommand}).
+     */
     private static void privateFile(Path file) throws IOException {
         if (Posix.supported(file)) {
-            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
+            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("r--------"));
         }
+    }
+
+    /** Refuses a saved template file that anyone may write, its owner included. */
+    private static Optional<String> readOnly(Path file) throws IOException {
+        if (!Posix.supported(file)) {
+            return Optional.empty();
+        }
+        Set<PosixFilePermission> perms = Files.getPosixFilePermissions(file, LinkOption.NOFOLLOW_LINKS);
+        if (perms.contains(PosixFilePermission.OWNER_WRITE)) {
+            return Optional.of(file.getFileName() + " is writable (" + PosixFilePermissions.toString(perms)
+                    + "); a saved template's files are read-only (r--------)");
+        }
+        return Optional.empty();
     }
 
     private static void deleteQuietly(Path dir) {

@@ -52,12 +52,13 @@ final class GoldenCases {
         String ram = "/home/qvm/.cache/qvm/templates/0123456789abcdef0123/ram";
         m.put("linux-x86_64-tcg-template", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, "7.2.22",
                 "/usr/bin/qemu-system-x86_64").role(new VmRole.Template(java.util.Optional.of(Path.of(ram)))).build());
-        m.put("linux-x86_64-tcg-clone", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, "7.2.22",
+        // a clone maps the template's RAM read-only (readonly=on,rom=off): QEMU 8.2 at the least
+        m.put("linux-x86_64-tcg-clone", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, "8.2.2",
                 "/usr/bin/qemu-system-x86_64").role(new VmRole.Clone(java.util.Optional.of(Path.of(ram)))).build());
         m.put("linux-x86_64-tcg-clone-qemu-10.0", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG,
                 "10.0.2", "/usr/bin/qemu-system-x86_64").role(new VmRole.Clone(java.util.Optional.of(Path.of(ram))))
                 .build());
-        m.put("linux-x86_64-kvm-clone", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.KVM, "7.2.22",
+        m.put("linux-x86_64-kvm-clone", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.KVM, "8.2.2",
                 "/usr/bin/qemu-system-x86_64").role(new VmRole.Clone(java.util.Optional.of(Path.of(ram)))).build());
         m.put("linux-x86_64-tcg-clone-full", unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, "7.2.22",
                 "/usr/bin/qemu-system-x86_64").role(new VmRole.Clone(java.util.Optional.empty())).build());

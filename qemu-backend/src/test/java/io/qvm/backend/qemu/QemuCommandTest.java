@@ -2,6 +2,7 @@ package io.qvm.backend.qemu;
 
 import io.qvm.HostSetupException;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -79,11 +80,42 @@ class QemuCommandTest {
                 () -> QemuCommand.build(linuxTcg().runAs(java.util.Optional.of("qvm,chroot=/")).build())).problem());
     }
 
+    private static QemuCommandInput.Builder linuxTcg(String qemuVersion) {
+        return GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64, Accelerator.TCG, qemuVersion,
+                "/usr/bin/qemu-system-x86_64");
+    }
+
+    @Test
+    @Tag("security")
+    void aCloneMapsTheTemplatesRamFromAFileItOpensReadOnly() {
+        Path ram = Path.of("/t/ram");
+        for (String version : List.of("8.2.0", "9.2.0", "10.0.2")) {
+            String backend = after(QemuCommand.build(linuxTcg(version).role(new VmRole.Clone(java.util.Optional.of(ram)))
+                    .build()), "-object");
+            assertTrue(backend.endsWith(",share=off,readonly=on,rom=off"), version + ": " + backend);
+        }
+    }
+
+    @Test
+    @Tag("security")
+    void aSharedRamCloneIsRefusedOnAQemuThatWouldOpenTheTemplatesRamReadWrite() {
+        Path ram = Path.of("/t/ram");
+        for (String version : List.of("7.2.22", "8.0.4", "8.1.5")) {
+            HostSetupException e = assertThrows(HostSetupException.class, () -> QemuCommand.build(linuxTcg(version)
+                    .role(new VmRole.Clone(java.util.Optional.of(ram))).build()), version);
+            assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, e.problem());
+            assertTrue(e.getMessage().contains("read-write") && e.getMessage().contains("8.2"), e.getMessage());
+        }
+        // a full-state clone reads no RAM file at all: allowed on every QEMU
+        assertFalse(QemuCommand.build(linuxTcg("7.2.22").role(new VmRole.Clone(java.util.Optional.empty())).build())
+                .stream().anyMatch(a -> a.startsWith("memory-backend-file")));
+    }
+
     @Test
     void aTemplateAndItsClonesGetTheSameMachine() {
         Path ram = Path.of("/t/ram");
-        List<String> template = QemuCommand.build(linuxTcg().role(new VmRole.Template(java.util.Optional.of(ram))).build());
-        List<String> clone = QemuCommand.build(linuxTcg().role(new VmRole.Clone(java.util.Optional.of(ram))).build());
+        List<String> template = QemuCommand.build(linuxTcg("8.2.2").role(new VmRole.Template(java.util.Optional.of(ram))).build());
+        List<String> clone = QemuCommand.build(linuxTcg("8.2.2").role(new VmRole.Clone(java.util.Optional.of(ram))).build());
         assertEquals(after(template, "-M"), after(clone, "-M"));
         assertEquals(after(template, "-accel"), after(clone, "-accel"));
         assertEquals(after(template, "-cpu"), after(clone, "-cpu"));

@@ -174,8 +174,8 @@ class TemplateStoreTest {
         assertEquals(RAM_BYTES, meta.ram().bytes());
         assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(t.dir())));
         for (String f : List.of(Template.STATE, Template.RAM, Template.META)) {
-            assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(t.dir().resolve(f))),
-                    f);
+            assertEquals("r--------", PosixFilePermissions.toString(Files.getPosixFilePermissions(t.dir().resolve(f))),
+                    f + ": read-only once saved");
         }
         assertTrue(progress.stream().anyMatch(p -> p.contains("saved")), progress.toString());
         assertEquals(List.of(), leftovers());
@@ -273,6 +273,20 @@ class TemplateStoreTest {
     void aWorldWritableRamFileIsRefused() throws Exception {
         assertRefusedAndRebuilt("ram is writable by others", t -> Files.setPosixFilePermissions(
                 t.ramFile().orElseThrow(), PosixFilePermissions.fromString("rw----rw-")));
+    }
+
+    @Test
+    @Tag("security")
+    void aTemplateFileItsOwnerMayWriteIsRefused() throws Exception {
+        assertRefusedAndRebuilt("ram is writable (rw-------)", t -> Files.setPosixFilePermissions(
+                t.ramFile().orElseThrow(), PosixFilePermissions.fromString("rw-------")));
+    }
+
+    @Test
+    @Tag("security")
+    void aMetaJsonItsOwnerMayWriteIsRefused() throws Exception {
+        assertRefusedAndRebuilt("meta.json is writable (rw-------)", t -> Files.setPosixFilePermissions(
+                t.dir().resolve(Template.META), PosixFilePermissions.fromString("rw-------")));
     }
 
     @Test
