@@ -114,7 +114,8 @@ public final class QemuVmBackend implements SandboxBackend {
         this.progress = b.progress;
         this.hostProbe = b.hostProbe != null ? b.hostProbe : HostProbe.system();
         this.useProbeCache = b.useProbeCache;
-        this.templates = TemplateStore.at(b.templateRoot != null ? b.templateRoot : env.templateRoot());
+        this.templates = TemplateStore.at(b.templateRoot != null ? b.templateRoot : env.templateRoot())
+                .withQuota(b.maxTemplates, b.maxTemplateBytes);
         this.useTemplates = b.useTemplates != null ? b.useTemplates : env.templatesEnabled();
         this.qemuUser = b.qemuUser != null ? b.qemuUser : QemuUser.system(env);
         this.cgroupTree = b.cgroupTree != null ? b.cgroupTree : CgroupTree.system();
@@ -595,6 +596,8 @@ public final class QemuVmBackend implements SandboxBackend {
         private boolean useProbeCache = true;
         private HostProbe hostProbe;
         private Path templateRoot;
+        private int maxTemplates = TemplateStore.DEFAULT_MAX_TEMPLATES;
+        private long maxTemplateBytes = TemplateStore.DEFAULT_MAX_BYTES;
         private Boolean useTemplates;
         private QemuUser qemuUser;
         private CgroupTree cgroupTree;
@@ -638,6 +641,21 @@ public final class QemuVmBackend implements SandboxBackend {
          */
         public Builder templates(boolean use) {
             this.useTemplates = use;
+            return this;
+        }
+
+        /**
+         * At most {@code maxTemplates} templates holding at most {@code maxBytes} are kept; after
+         * each build the oldest others are deleted (default {@value TemplateStore#DEFAULT_MAX_TEMPLATES}
+         * and 16 GiB).
+         */
+        public Builder templateQuota(int maxTemplates, long maxBytes) {
+            if (maxTemplates < 1 || maxBytes < 1) {
+                throw new IllegalArgumentException("templateQuota needs at least one template and one byte, got "
+                        + maxTemplates + " templates, " + maxBytes + " bytes");
+            }
+            this.maxTemplates = maxTemplates;
+            this.maxTemplateBytes = maxBytes;
             return this;
         }
 

@@ -109,9 +109,10 @@ class CloneE2ETest {
         QemuVmBackend b = backend();
         SandboxConfig config = E2e.config().build();
         Template before = b.buildTemplate(config);
-        Path ram = before.ramFile().orElseThrow();
-        try (RandomAccessFile f = new RandomAccessFile(ram.toFile(), "rw")) {
-            f.seek(1 << 20);
+        // the RAM file of a shared-RAM template, the whole migration stream of a full-state one
+        Path saved = before.ramFile().orElse(before.dir().resolve(Template.STATE));
+        try (RandomAccessFile f = new RandomAccessFile(saved.toFile(), "rw")) { // r--------: the suite runs as root
+            f.seek(f.length() / 2);
             f.write(0x5a); // one byte of guest RAM changed: the file's ctime moves
         }
         try (Sandbox s = b.start(config)) {
@@ -120,6 +121,54 @@ class CloneE2ETest {
             Template after = TemplateStore.at(E2e.templateRoot()).find(b.templateKey(config)).template().orElseThrow();
             assertNotEquals(before.meta().created(), after.meta().created(), "a new template was built");
             assertEquals(after.id(), s.bootReport().template().orElseThrow(), "and the sandbox is its clone");
+            assertEquals(41, s.render(svg(1)).width());
+        }
+    }
+
+    @Test
+    @Tag("security")
+    void aRunningCloneHoldsNothingOfItsTemplateWritable() throws Exception {
+        QemuVmBackend b = backend();
+        SandboxConfig config = E2e.config().build();
+        Template t = b.buildTemplate(config);
+        for (String f : List.of(Template.STATE, Template.META)) {
+            assertEquals("r--------", java.nio.file.attribute.PosixFilePermissions.toString(
+                    Files.getPosixFilePermissions(t.dir().resolve(f))), f + " is read-only on disk");
+        }
+        try (Sandbox s = b.start(config)) {
+            assertEquals(t.id(), s.bootReport().template().orElseThrow());
+            long pid = Long.parseLong(Files.readString(s.stateDir().resolve("qemu.pid")).strip());
+            Path root = E2e.templateRoot().toRealPath();
+            List<String> into = new ArrayList<>();
+            List<String> writable = new ArrayList<>();
+            try (java.util.stream.Stream<Path> fds = Files.list(Path.of("/proc", Long.toString(pid), "fd"))) {
+                for (Path fd : fds.toList()) {
+                    Path target;
+                    try {
+                        target = Files.readSymbolicLink(fd);
+                    } catch (java.io.IOException gone) {
+                        continue;
+                    }
+                    if (!target.startsWith(root)) {
+                        continue;
+                    }
+                    String flags = Files.readAllLines(Path.of("/proc", Long.toString(pid), "fdinfo",
+                            fd.getFileName().toString())).stream().filter(l -> l.startsWith("flags:")).findFirst()
+                            .orElseThrow().replaceAll("flags:\\s*", "");
+                    String seen = "fd " + fd.getFileName() + " -> " + target + " flags 0" + flags;
+                    into.add(seen);
+                    if ((Integer.parseInt(flags, 8) & 3) != 0) { // O_ACCMODE: not O_RDONLY
+                        writable.add(seen);
+                    }
+                }
+            }
+            E2e.log("clone " + s.id() + " of a " + t.meta().mode() + " template, QEMU pid " + pid
+                    + ", descriptors into the template directory: " + into);
+            assertEquals(List.of(), writable, "no descriptor of the clone's QEMU may write the template");
+            if (t.ramFile().isPresent()) {
+                assertTrue(into.stream().anyMatch(l -> l.contains(t.ramFile().get().getFileName().toString())),
+                        "a shared-RAM clone maps the template's RAM file (read-only): " + into);
+            }
             assertEquals(41, s.render(svg(1)).width());
         }
     }

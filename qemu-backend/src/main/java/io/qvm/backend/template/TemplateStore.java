@@ -64,14 +64,42 @@ public final class TemplateStore {
     private static final Set<PosixFilePermission> GROUP_OTHER_WRITE = Set.of(PosixFilePermission.GROUP_WRITE,
             PosixFilePermission.OTHERS_WRITE);
 
+    /** Most templates kept by default: a few configs on a few QEMUs and images. */
+    public static final int DEFAULT_MAX_TEMPLATES = 8;
+    /** Most bytes kept by default (files' apparent sizes: a shared-RAM template counts its whole RAM). */
+    public static final long DEFAULT_MAX_BYTES = 16L << 30;
+
     private final Path root;
+    private final int maxTemplates;
+    private final long maxBytes;
+
+    private TemplateStore(Path root, int maxTemplates, long maxBytes) {
+        this.root = root.toAbsolutePath().normalize();
+        if (maxTemplates < 1) {
+            throw new IllegalArgumentException("maxTemplates must be at least 1, got " + maxTemplates);
+        }
+        if (maxBytes < 1) {
+            throw new IllegalArgumentException("maxBytes must be positive, got " + maxBytes);
+        }
+        this.maxTemplates = maxTemplates;
+        this.maxBytes = maxBytes;
+    }
 
     private TemplateStore(Path root) {
-        this.root = root.toAbsolutePath().normalize();
+        this(root, DEFAULT_MAX_TEMPLATES, DEFAULT_MAX_BYTES);
     }
 
     public static TemplateStore at(Path root) {
         return new TemplateStore(root);
+    }
+
+    /**
+     * This store keeping at most {@code maxTemplates} templates of at most {@code maxBytes} in
+     * all: after each build the oldest others are deleted until both hold (a template larger than
+     * the quota on its own is kept, alone).
+     */
+    public TemplateStore withQuota(int maxTemplates, long maxBytes) {
+        return new TemplateStore(root, maxTemplates, maxBytes);
     }
 
     /** {@code $QVM_CACHE/templates}, else {@code ~/.cache/qvm/templates}. */
@@ -225,6 +253,11 @@ public final class TemplateStore {
             List<String> pruned = pruneSuperseded(key);
             if (!pruned.isEmpty()) {
                 progress.accept("removed " + pruned.size() + " template(s) of an earlier guest image: " + pruned);
+            }
+            List<String> overQuota = pruneOverQuota(key);
+            if (!overQuota.isEmpty()) {
+                progress.accept("removed the " + overQuota.size() + " oldest template(s) to stay within " + maxTemplates
+                        + " templates and " + (maxBytes >> 20) + " MiB: " + overQuota);
             }
             progress.accept("template " + key.id() + " saved (" + mode.id() + ", state " + meta.state().bytes() / 1024
                     + " KiB, boot " + built.bootMillis() + " ms, save " + built.saveMillis() + " ms) in " + dir);
@@ -439,6 +472,50 @@ public final class TemplateStore {
             }
         }
         return removed;
+    }
+
+    /**
+     * Deletes the oldest templates other than {@code key}'s until at most {@link #maxTemplates}
+     * remain and their files hold at most {@link #maxBytes}. A clone running from a deleted
+     * template keeps its open file; only later clones are affected, and they rebuild.
+     */
+    List<String> pruneOverQuota(TemplateKey key) throws IOException {
+        record Sized(Listed listed, String created, long bytes) {
+        }
+        List<Sized> all = new ArrayList<>();
+        for (Listed l : list()) {
+            all.add(new Sized(l, l.meta().map(TemplateMeta::created).orElse(""), bytesIn(l.dir())));
+        }
+        long count = all.size();
+        long bytes = all.stream().mapToLong(Sized::bytes).sum();
+        all.sort(java.util.Comparator.comparing(Sized::created)); // ISO-8601: oldest first; unreadable ones first of all
+        List<String> removed = new ArrayList<>();
+        for (Sized s : all) {
+            if (count <= maxTemplates && bytes <= maxBytes) {
+                break;
+            }
+            if (s.listed().id().equals(key.id())) {
+                continue;
+            }
+            deleteQuietly(s.listed().dir());
+            removed.add(s.listed().id());
+            count--;
+            bytes -= s.bytes();
+        }
+        return removed;
+    }
+
+    /** The apparent size of a template directory's files (it holds no subdirectories). */
+    private static long bytesIn(Path dir) throws IOException {
+        long total = 0;
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
+            for (Path f : ds) {
+                if (Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS)) {
+                    total += Files.size(f);
+                }
+            }
+        }
+        return total;
     }
 
     private static Map<String, String> imageInputs(Map<String, String> inputs) {

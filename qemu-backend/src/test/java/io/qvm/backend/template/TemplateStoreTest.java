@@ -422,6 +422,38 @@ class TemplateStoreTest {
         assertEquals(List.of(), leftovers());
     }
 
+    // ---- quota -------------------------------------------------------------------------------
+
+    @Test
+    void pastTheCountQuotaTheOldestTemplatesArePruned() throws Exception {
+        TemplateStore small = store.withQuota(2, Long.MAX_VALUE);
+        Template a = small.obtain(key("a"), TemplateMode.SHARED_RAM, builder, progress::add);
+        Template b = small.obtain(key("b"), TemplateMode.SHARED_RAM, builder, progress::add);
+        Template c = small.obtain(key("c"), TemplateMode.SHARED_RAM, builder, progress::add);
+        assertEquals(List.of(b.id(), c.id()).stream().sorted().toList(),
+                small.list().stream().map(TemplateStore.Listed::id).toList(), "a, the oldest, went");
+        assertFalse(Files.exists(a.dir()));
+        assertTrue(progress.stream().anyMatch(l -> l.contains("removed the 1 oldest") && l.contains(a.id())),
+                progress.toString());
+    }
+
+    @Test
+    void pastTheByteQuotaTheOldestTemplatesArePrunedButNeverTheNewOne() throws Exception {
+        long one = STATE_BYTES + RAM_BYTES + 4096; // a template's files, meta.json included
+        TemplateStore small = store.withQuota(100, 2 * one);
+        Template a = small.obtain(key("a"), TemplateMode.SHARED_RAM, builder, progress::add);
+        Template b = small.obtain(key("b"), TemplateMode.SHARED_RAM, builder, progress::add);
+        Template c = small.obtain(key("c"), TemplateMode.SHARED_RAM, builder, progress::add);
+        assertFalse(Files.exists(a.dir()), "the oldest went");
+        assertTrue(Files.exists(b.dir()) && Files.exists(c.dir()));
+        TemplateStore tiny = store.withQuota(100, 1);
+        Template d = tiny.obtain(key("d"), TemplateMode.SHARED_RAM, builder, progress::add);
+        assertEquals(List.of(d.id()), tiny.list().stream().map(TemplateStore.Listed::id).toList(),
+                "a template above the quota alone is kept, alone");
+        assertThrows(IllegalArgumentException.class, () -> store.withQuota(0, 1));
+        assertThrows(IllegalArgumentException.class, () -> store.withQuota(1, 0));
+    }
+
     // ---- list, remove ------------------------------------------------------------------------
 
     @Test
