@@ -44,6 +44,9 @@ public final class HostileDocuments {
                 svg("morphology-radius", "<svg xmlns='http://www.w3.org/2000/svg' width='100' height='100'>"
                         + "<filter id='f'><feMorphology radius='1000000000'/></filter>"
                         + "<rect width='100' height='100' filter='url(#f)'/></svg>", "LIMIT_EXCEEDED"),
+                svg("self-reference", "<svg xmlns='http://www.w3.org/2000/svg' width='100' height='100'>"
+                        + "<clipPath id='a'><rect width='10' height='10' clip-path='url(#a)'/></clipPath>"
+                        + "<rect width='100' height='100' clip-path='url(#a)'/></svg>", "PARSE_ERROR"),
                 svg("external-image", "<svg xmlns='http://www.w3.org/2000/svg' xmlns:xlink='http://www.w3.org/1999/xlink'"
                         + " width='10' height='10'><image width='10' height='10' xlink:href='http://10.0.2.2/x.png'/></svg>",
                         "UNSUPPORTED"),

@@ -176,6 +176,14 @@ final class EmbeddedSvgLoader extends DocumentLoader {
             if (depth == null) {
                 return super.build(ctx, e);
             }
+            try {
+                SvgReferences.check((SVGOMDocument) owner);
+            } catch (RenderException refused) {
+                if (refusal == null) {
+                    refusal = refused;
+                }
+                throw new Refusal(refused);
+            }
             building.push(depth);
             try {
                 return super.build(ctx, e);

@@ -12,7 +12,12 @@ import org.apache.batik.util.HaltingThread;
  * flag), so its stack is the JVM's default thread stack ({@code -Xss}, 1 MiB on Linux x86_64 and
  * aarch64 unless the guest says otherwise; HaltingThread has no constructor taking a stack size).
  * The structural limits in {@link LimitChecker} keep Batik's recursion far below that, and a
- * {@link StackOverflowError} that still happens ends the request as LIMIT_EXCEEDED, not the JVM.
+ * {@link StackOverflowError} that still happens ends the request as LIMIT_EXCEEDED, not the JVM:
+ * it unwinds straight to this thread's catch (nothing in Batik catches an {@code Error}) and the
+ * thread ends. Reaching it is what costs: the recursion must stay cheap per level (see
+ * {@code UrlLockdown.DocumentBaseHandler}: resolving a reference used to throw, with a stack trace
+ * as deep as the recursion, which made a self-referencing document quadratic and, under emulation,
+ * slower than the deadline), and {@link SvgReferences} refuses reference cycles before the build.
  *
  * <p>At the deadline the watchdog cancels ({@link Cancellation}: PDF operators and the phases
  * between steps), halts the thread (Batik) and interrupts it, then gives it {@link #GRACE_MILLIS}

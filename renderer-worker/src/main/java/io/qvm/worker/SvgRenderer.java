@@ -30,7 +30,8 @@ import org.w3c.dom.NodeList;
  * SVG → PNG with Apache Batik, locked down (see {@link SvgParser}, {@link LockedDownUserAgent},
  * {@link UrlLockdown}): parse with the hardened JDK parser, check nesting and {@code <use>}
  * expansion, compute the output size from the declared size and check it against the limits,
- * then build the GVT tree in a <em>static</em> bridge context (no scripting, no animation, no
+ * refuse a document whose references form a cycle or too long a chain ({@link SvgReferences}, with
+ * the styles Batik's CSS engine computes), then build the GVT tree in a <em>static</em> bridge context (no scripting, no animation, no
  * interpreters, no external documents; SVG images embedded as {@code data:} URLs go through the
  * same lock-down, see {@link EmbeddedSvgLoader}, all within one {@link SvgBudget}) and paint it
  * onto a raster of exactly that size.
@@ -56,9 +57,12 @@ final class SvgRenderer {
         LockedDownUserAgent ua = new LockedDownUserAgent(new Size(geometry.width(), geometry.height()), budget);
         EmbeddedSvgLoader loader = new EmbeddedSvgLoader(ua, budget);
         loader.outerDepth(parsed.depth());
-        BridgeContext ctx = new BridgeContext(ua, new NoInterpreters(), loader);
+        RenderContext ctx = new RenderContext(ua, loader);
         ctx.setDynamicState(BridgeContext.STATIC);
         try {
+            ctx.prepare(doc);
+            SvgReferences.check(doc);
+            cancel.check();
             GraphicsNode root = loader.builder().build(ctx, doc);
             cancel.check();
             SvgCost.check(root, patterns(doc, ctx), deviceTransform(out), out.width(), out.height(), limits);
@@ -186,6 +190,22 @@ final class SvgRenderer {
         public void setSize(double width, double height) {
             this.w = width;
             this.h = height;
+        }
+    }
+
+    /**
+     * The bridge context of one render. {@link #prepare} does what the builder does first (binds the
+     * document, sets up its CSS engine with this context's user agent), so that the checks before
+     * the build see the styles the build will use.
+     */
+    private static final class RenderContext extends BridgeContext {
+        RenderContext(LockedDownUserAgent ua, EmbeddedSvgLoader loader) {
+            super(ua, new NoInterpreters(), loader);
+        }
+
+        void prepare(Document doc) {
+            setDocument(doc);
+            initializeDocument(doc);
         }
     }
 

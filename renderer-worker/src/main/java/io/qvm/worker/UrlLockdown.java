@@ -31,6 +31,9 @@ public final class UrlLockdown {
     /** The base URI the worker gives every document: a scheme nothing can resolve. */
     public static final String DOCUMENT_BASE = "qvm-sandbox:/document";
 
+    /** The scheme of {@link #DOCUMENT_BASE}. */
+    static final String DOCUMENT_SCHEME = "qvm-sandbox";
+
     static final List<String> BLOCKED_SCHEMES =
             List.of("http", "https", "ftp", "file", "jar", "jrt", "mailto", "netdoc", "qvm-sandbox");
 
@@ -47,7 +50,7 @@ public final class UrlLockdown {
         }
         ownResourcePrefixes = batikResourcePrefixes();
         for (String scheme : BLOCKED_SCHEMES) {
-            ParsedURL.registerHandler(new BlockedHandler(scheme));
+            ParsedURL.registerHandler(DOCUMENT_SCHEME.equals(scheme) ? new DocumentBaseHandler() : new BlockedHandler(scheme));
         }
         installed = true;
     }
@@ -81,7 +84,7 @@ public final class UrlLockdown {
     }
 
     /** Parses URLs of one scheme like Batik does, but hands out data whose streams never open. */
-    private static final class BlockedHandler extends ParsedURLDefaultProtocolHandler {
+    private static class BlockedHandler extends ParsedURLDefaultProtocolHandler {
         BlockedHandler(String scheme) {
             super(scheme);
         }
@@ -94,6 +97,48 @@ public final class UrlLockdown {
         @Override
         protected ParsedURLData constructParsedURLData(URL url) {
             return new BlockedData(url);
+        }
+    }
+
+    /**
+     * The handler of the synthetic document base. Batik's default handler first tries
+     * {@code new java.net.URL(...)}, which for a scheme the JRE does not know looks for a handler
+     * class by name and fails with a {@code ClassNotFoundException} and a
+     * {@code MalformedURLException} every time, each filling in a stack trace as long as the
+     * stack. Batik resolves every reference a document makes ({@code url(#a)}, {@code href="#a"})
+     * against the document base, so a document whose references recurse paid that at every level,
+     * quadratic in the depth: 1–2 s to reach a stack overflow on a desktop JVM, past the request
+     * deadline under emulation. This handler splits {@code qvm-sandbox:[//host]path[#ref]} itself,
+     * without the JRE and without exceptions, and its data never opens.
+     */
+    private static final class DocumentBaseHandler extends BlockedHandler {
+        DocumentBaseHandler() {
+            super(DOCUMENT_SCHEME);
+        }
+
+        @Override
+        public ParsedURLData parseURL(String urlStr) {
+            ParsedURLData d = constructParsedURLData();
+            if (urlStr == null) {
+                return d;
+            }
+            int hash = urlStr.indexOf('#');
+            String rest = hash < 0 ? urlStr : urlStr.substring(0, hash);
+            d.ref = hash >= 0 && hash + 1 < urlStr.length() ? urlStr.substring(hash + 1) : null;
+            int colon = rest.indexOf(':');
+            if (colon > 0) {
+                d.protocol = rest.substring(0, colon).toLowerCase(java.util.Locale.ROOT);
+                rest = rest.substring(colon + 1);
+            }
+            d.port = -1;
+            if (rest.startsWith("//")) {
+                int slash = rest.indexOf('/', 2);
+                String host = slash < 0 ? rest.substring(2) : rest.substring(2, slash);
+                d.host = host.isEmpty() ? null : host;
+                rest = slash < 0 ? "" : rest.substring(slash);
+            }
+            d.path = rest.isEmpty() ? null : rest;
+            return d;
         }
     }
 
