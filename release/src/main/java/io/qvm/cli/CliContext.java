@@ -17,9 +17,24 @@ import java.util.Objects;
  * @param classPath the class path a detached supervisor is started with
  * @param releaseTools what {@code qvm release} builds images with and gates them by (normally
  *     {@link ReleaseTools#system()})
+ * @param backends the backend builder the commands start sandboxes with (normally
+ *     {@link #SYSTEM_BACKENDS}; tests hand in a fake QEMU host's)
  */
 public record CliContext(Map<String, String> env, boolean interactive, ImageTool imageTool,
-        String javaCommand, String classPath, ReleaseTools releaseTools) {
+        String javaCommand, String classPath, ReleaseTools releaseTools, Backends backends) {
+
+    /** Makes the backend builder for a command: its image and state directories and its progress. */
+    @FunctionalInterface
+    public interface Backends {
+        io.qvm.QemuVmBackend.Builder builder(CliContext ctx, Path imageRoot, Path stateRoot,
+                java.util.function.Consumer<String> progress);
+    }
+
+    /** The real host: the probe, QEMU and templates of this machine and user. */
+    public static final Backends SYSTEM_BACKENDS = (ctx, imageRoot, stateRoot, progress) ->
+            io.qvm.QemuVmBackend.builder().imageDir(imageRoot).stateDirectory(stateRoot)
+                    .templateDirectory(TemplateCommand.store(ctx).root()).progress(progress)
+                    .qemuUser(io.qvm.backend.process.QemuUser.system(ctx.qvmEnv()));
 
     public CliContext {
         env = Map.copyOf(env);
@@ -27,25 +42,30 @@ public record CliContext(Map<String, String> env, boolean interactive, ImageTool
         Objects.requireNonNull(javaCommand, "javaCommand");
         Objects.requireNonNull(classPath, "classPath");
         Objects.requireNonNull(releaseTools, "releaseTools");
+        Objects.requireNonNull(backends, "backends");
     }
 
     /** This process: its environment, its console, its class path and {@code java}. */
     public static CliContext system() {
         return new CliContext(System.getenv(), System.console() != null, new BuilderImageTool(),
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                System.getProperty("java.class.path"), ReleaseTools.system());
+                System.getProperty("java.class.path"), ReleaseTools.system(), SYSTEM_BACKENDS);
     }
 
     public CliContext withEnv(Map<String, String> newEnv) {
-        return new CliContext(newEnv, interactive, imageTool, javaCommand, classPath, releaseTools);
+        return new CliContext(newEnv, interactive, imageTool, javaCommand, classPath, releaseTools, backends);
     }
 
     public CliContext withImageTool(ImageTool tool) {
-        return new CliContext(env, interactive, tool, javaCommand, classPath, releaseTools);
+        return new CliContext(env, interactive, tool, javaCommand, classPath, releaseTools, backends);
     }
 
     public CliContext withReleaseTools(ReleaseTools tools) {
-        return new CliContext(env, interactive, imageTool, javaCommand, classPath, tools);
+        return new CliContext(env, interactive, imageTool, javaCommand, classPath, tools, backends);
+    }
+
+    public CliContext withBackends(Backends newBackends) {
+        return new CliContext(env, interactive, imageTool, javaCommand, classPath, releaseTools, newBackends);
     }
 
     /** The library's view of {@link #env}: every {@code QVM_*} variable and its default. */
@@ -58,9 +78,7 @@ public record CliContext(Map<String, String> env, boolean interactive, ImageTool
      * store, saying its progress to {@code progress}.
      */
     io.qvm.QemuVmBackend.Builder backend(DirOptions dirs, java.util.function.Consumer<String> progress) {
-        return io.qvm.QemuVmBackend.builder().imageDir(imageRoot(dirs.imageDir)).stateDirectory(stateRoot(dirs.stateDir))
-                .templateDirectory(TemplateCommand.store(this).root()).progress(progress)
-                .qemuUser(io.qvm.backend.process.QemuUser.system(qvmEnv()));
+        return backends.builder(this, imageRoot(dirs.imageDir), stateRoot(dirs.stateDir), progress);
     }
 
     /** {@code --state-dir}, else {@code $QVM_STATE}, else {@code ~/.local/state/qvm}. */

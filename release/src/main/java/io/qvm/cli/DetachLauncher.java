@@ -24,7 +24,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * {@code qvm up --detach}: starts {@code java … io.qvm.cli.QvmCli up --supervise <handle>} as a
  * detached process ({@code setsid} where it exists, stdin from the null device, stdout and
- * stderr appended to {@code supervisor.log}), shows the supervisor's progress lines from that log
+ * stderr appended to {@code supervisor.log}, which the supervisor then writes through a
+ * {@link RotatingLog}: 1 MiB, one {@code .1} kept), shows the supervisor's progress lines from that log
  * while it boots the sandbox, and returns once the supervisor wrote {@code ready.json} — see
  * {@link Launch} for the files. If the supervisor dies first, its {@code failed.json} (exit code
  * and message) and the log's tail are reported; if the deadline passes, the supervisor is stopped
@@ -38,11 +39,15 @@ final class DetachLauncher {
     private final DirOptions dirs;
     private final SandboxOptions sandboxOptions;
     private final Progress progress;
+    private final List<String> sessionArgs;
 
-    DetachLauncher(CliContext ctx, DirOptions dirs, SandboxOptions sandboxOptions, Progress progress) {
+    /** @param sessionArgs the session's own options for the supervisor ({@code --reuse}, {@code --idle-timeout}, …) */
+    DetachLauncher(CliContext ctx, DirOptions dirs, SandboxOptions sandboxOptions, List<String> sessionArgs,
+            Progress progress) {
         this.ctx = ctx;
         this.dirs = dirs;
         this.sandboxOptions = sandboxOptions;
+        this.sessionArgs = List.copyOf(sessionArgs);
         this.progress = progress;
     }
 
@@ -52,7 +57,7 @@ final class DetachLauncher {
         Path launchDir = Launch.create(stateRoot, handle);
         Path log = launchDir.resolve(Launch.LOG);
         Files.createFile(log);
-        List<String> cmd = command(handle);
+        List<String> cmd = command(handle, log);
         ProcessBuilder pb = new ProcessBuilder(cmd)
                 .redirectInput(ProcessBuilder.Redirect.from(nullDevice()))
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
@@ -122,7 +127,7 @@ final class DetachLauncher {
         }
     }
 
-    private List<String> command(String handle) {
+    private List<String> command(String handle, Path log) {
         List<String> cmd = new ArrayList<>();
         setsid().ifPresent(s -> {
             cmd.add(s.toString());
@@ -133,6 +138,7 @@ final class DetachLauncher {
         if (opts != null && !opts.isBlank()) {
             cmd.addAll(List.of(opts.strip().split("\\s+")));
         }
+        cmd.add("-D" + RotatingLog.PROPERTY + "=" + log); // capped and rotated: RotatingLog
         cmd.add("-cp");
         cmd.add(ctx.classPath());
         cmd.add(QvmCli.class.getName());
@@ -141,6 +147,7 @@ final class DetachLauncher {
         cmd.add(handle);
         cmd.addAll(dirs.toArgs(ctx));
         cmd.addAll(sandboxOptions.toArgs());
+        cmd.addAll(sessionArgs);
         return cmd;
     }
 

@@ -22,7 +22,7 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code qvm down}: stops sandboxes. A running one gets GOODBYE on its control socket (its
+ * {@code qvm down}: stops sandboxes and qvm up sessions (a session's pooled sandboxes with it). A running one gets GOODBYE on its control socket (its
  * supervisor stops it gracefully and exits); one still booting gets its owner SIGTERMed (the
  * owner's shutdown hook stops it); a stale one (owner gone) is reaped by
  * {@link StaleSandboxReaper}, which kills QEMU only after checking the pid really is that QEMU.
@@ -67,7 +67,8 @@ final class DownCommand implements Callable<Integer> {
         StateDirectory states = StateDirectory.at(ctx.stateRoot(dirs.stateDir));
         List<Sandboxes.Entry> targets = new ArrayList<>();
         if (all) {
-            targets.addAll(Sandboxes.list(states));
+            // a session's pooled sandboxes stop with it
+            Sandboxes.list(states).stream().filter(e -> !e.status().equals("pooled")).forEach(targets::add);
         } else {
             targets.add(Sandboxes.find(states, id).orElseThrow(() -> new CliException(ExitCode.NOT_FOUND, "NOT_FOUND",
                     "no sandbox " + id + " in " + states.root(), "qvm ps lists the sandboxes", null)));
@@ -103,6 +104,9 @@ final class DownCommand implements Callable<Integer> {
                 case "stale":
                     progress.line("reaping sandbox " + e.id() + " (its owner is gone)");
                     return reap(e, states);
+                case "pooled":
+                    return new Result(e.id(), "refused", "a sandbox of qvm up session " + e.session()
+                            + ", which stops it after its document: qvm down " + e.session() + " stops the session");
                 case "unmanaged":
                     return new Result(e.id(), "refused", "owned by pid " + e.owner().ownerPid()
                             + ", a program using the qvm library, not the qvm CLI: stop it from that program");

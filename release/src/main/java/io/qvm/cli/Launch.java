@@ -11,8 +11,9 @@ import java.nio.file.attribute.PosixFilePermissions;
  *
  * <pre>
  * $QVM_STATE/launch/&lt;handle&gt;/     mode 0700, made by the parent
- *   supervisor.log     the supervisor's stdout+stderr; moved into the sandbox's state
- *                      directory once the sandbox is up (the open file keeps being written)
+ *   supervisor.log     the supervisor's stdout+stderr, capped at 1 MiB with one older
+ *                      supervisor.log.1 ({@link RotatingLog}); moved into the session's state
+ *                      directory once it is up (the open file keeps being written)
  *   ready.json         a copy of the sandbox's ready.json: the parent's signal
  *   failed.json        {"exitCode", "code", "message"} when the supervisor failed before ready
  * </pre>

@@ -80,6 +80,14 @@ final class LogsCommand implements Callable<Integer> {
                 "NOT_FOUND", "no sandbox " + id + " in " + states.root(), "qvm ps lists the sandboxes", null));
         String name;
         Path file;
+        boolean session = e.ready() != null && e.ready().freshPerRender();
+        if (session && (stream == null || !stream.supervisor)) {
+            throw new CliException(ExitCode.NOT_FOUND, "NO_CONSOLE", id + " is a qvm up session that gives every "
+                    + "render a fresh sandbox: it has no console or QEMU of its own, and each sandbox's logs go with "
+                    + "it when it stops", "qvm ps lists its pooled sandboxes (qvm logs <their id> while they run); "
+                    + (e.ready().supervisorLog() != null ? "qvm logs " + id + " --supervisor shows the session's log"
+                            : "the foreground qvm up shows the session's own lines"), null);
+        }
         if (stream != null && stream.stderr) {
             name = "stderr";
             file = e.state().stderrLog();

@@ -47,6 +47,17 @@ public final class QvmCli implements Runnable {
     }
 
     public static void main(String[] args) {
+        String supervisorLog = System.getProperty(RotatingLog.PROPERTY);
+        if (supervisorLog != null) {
+            // a detached supervisor runs for days: its output goes to a capped, rotated log
+            // (first, before logging or picocli capture System.err)
+            try {
+                RotatingLog.installAsStdio(java.nio.file.Path.of(supervisorLog));
+            } catch (java.io.IOException | RuntimeException e) {
+                System.err.println("qvm: cannot open the supervisor log " + supervisorLog + " (" + e
+                        + "); writing to the launcher's file without a cap");
+            }
+        }
         quietLibraryLogging(System.getenv("QVM_LOG"));
         CommandLine cli = commandLine(CliContext.system());
         int code = cli.execute(args);

@@ -5,6 +5,7 @@ import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
 import io.qvm.backend.process.StateDirectory;
 import io.qvm.cli.control.ControlClient;
+import io.qvm.cli.control.ControlTarget;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
 import java.io.IOException;
@@ -31,12 +32,15 @@ import picocli.CommandLine.TypeConversionException;
 /** {@code qvm render}: one document to PNG, in a running sandbox or in a fresh one. */
 @Command(name = "render", sortOptions = false,
         description = {"Render an untrusted SVG or PDF document to PNG inside a sandbox.",
-            "Uses a running sandbox (--id, or the first one qvm ps shows running); with none, boots a fresh "
-                    + "one, renders and stops it. The type comes from the content (%%PDF- → pdf, else svg) "
+            "Uses a running qvm up session (--id, or the first one qvm ps shows running), which hands the "
+                    + "document a fresh sandbox (or, after qvm up --reuse, its one sandbox); with none, boots a fresh "
+                    + "one, renders and stops it. The output says which sandbox it was. The type comes from the content (%%PDF- → pdf, else svg) "
                     + "unless --type says."},
         footer = {"", "JSON (--json), schema qvm.render/1:",
             "  {\"schema\":\"qvm.render/1\", \"input\", \"type\", \"output\", \"width\", \"height\", \"bytes\",",
-            "   \"renderMillis\", \"totalMillis\", \"sandbox\":{\"id\", \"fresh\"}}",
+            "   \"renderMillis\", \"totalMillis\", \"sandbox\":{\"id\", \"fresh\", \"mode\", \"session\", \"earlierDocuments\",",
+            "   \"restored\"}}   mode: own (started for this render and stopped), fresh-per-render (a qvm up",
+            "   session's never-used sandbox, stopped after), reused (qvm up --reuse: one sandbox for every document)",
             "A refused document exits 5 (error code TOO_LARGE, LIMIT_EXCEEDED, PARSE_ERROR, UNSUPPORTED, BAD_REQUEST",
             "or INTERNAL in the JSON error's \"code\"), a timeout 6."})
 final class RenderCommand implements Callable<Integer> {
@@ -105,13 +109,17 @@ final class RenderCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         StateDirectory states = StateDirectory.at(ctx.stateRoot(dirs.stateDir));
         RenderResult result = null;
-        String usedId = null;
-        boolean fresh = false;
+        RenderReport.SandboxRef used = null;
         for (Sandboxes.Entry e : candidates(states)) {
             try (ControlClient client = ControlClient.connect(e.ready())) {
-                progress.line("rendering in sandbox " + e.id());
-                result = client.render(request, Duration.ofMillis(e.ready().requestTimeoutMillis()).plusSeconds(30));
-                usedId = e.id();
+                progress.line("rendering in qvm up session " + e.id() + " ("
+                        + UpReport.modeText(e.ready().mode(), e.ready().freshSandboxes()) + ")");
+                // a fresh-per-render session may have to start the sandbox first: give it the boot's time too
+                ControlTarget.Rendered rendered = client.renderServed(request,
+                        Duration.ofMillis(e.ready().requestTimeoutMillis()).plusSeconds(30)
+                                .plus(e.ready().freshPerRender() ? sandboxOptions.toConfig().bootTimeout() : Duration.ZERO));
+                result = rendered.result();
+                used = RenderReport.SandboxRef.of(e.id(), rendered.servedBy());
                 break;
             } catch (IOException unreachable) {
                 if (id != null) {
@@ -129,8 +137,8 @@ final class RenderCommand implements Callable<Integer> {
             try (QemuVmBackend backend = ctx.backend(dirs, progress::line).build();
                  Sandbox sandbox = backend.start(config)) {
                 progress.done();
-                usedId = sandbox.id();
-                fresh = true;
+                used = new RenderReport.SandboxRef(sandbox.id(), true, RenderReport.SandboxRef.OWN, null, 0L,
+                        sandbox.bootReport().restored());
                 result = sandbox.render(request);
             }
         }
@@ -139,7 +147,7 @@ final class RenderCommand implements Callable<Integer> {
         long total = (System.nanoTime() - t0) / 1_000_000;
         Output.emit(spec.commandLine().getOut(), new RenderReport("qvm.render/1", file.toString(),
                 request.type().wireName(), out.toString(), result.width(), result.height(), result.outputBytes(),
-                result.renderMillis(), total, new RenderReport.SandboxRef(usedId, fresh)), json.enabled());
+                result.renderMillis(), total, used), json.enabled());
         return ExitCode.OK.code();
     }
 
@@ -234,13 +242,51 @@ final class RenderCommand implements Callable<Integer> {
     record RenderReport(String schema, String input, String type, String output, int width, int height, int bytes,
             long renderMillis, long totalMillis, SandboxRef sandbox) implements Report {
 
-        record SandboxRef(String id, boolean fresh) {
+        /**
+         * Which sandbox rendered the document.
+         *
+         * @param fresh whether no other document had been rendered in it
+         * @param mode {@value #OWN} (started by this command and stopped), {@code fresh-per-render}
+         *     (a qvm up session's never-used sandbox, stopped after) or {@code reused} (a qvm up
+         *     session's one sandbox)
+         * @param session the qvm up session's id; null for {@value #OWN}
+         * @param earlierDocuments documents the sandbox rendered before this one; null when its
+         *     supervisor (an older qvm) does not say
+         * @param restored whether it was restored from a template (false: cold-booted); null when unknown
+         */
+        record SandboxRef(String id, boolean fresh, String mode, String session, Long earlierDocuments,
+                Boolean restored) {
+
+            static final String OWN = "own";
+
+            static SandboxRef of(String session, ControlTarget.ServedBy by) {
+                if (by == null) { // an older supervisor: always one reused sandbox
+                    return new SandboxRef(session, false, ControlTarget.REUSED, session, null, null);
+                }
+                return new SandboxRef(by.sandbox(), by.fresh(), by.mode(), session, by.earlierDocuments(),
+                        by.restored());
+            }
+
+            String describe() {
+                String how = Boolean.FALSE.equals(restored) ? "cold-booted" : Boolean.TRUE.equals(restored)
+                        ? "restored from a template" : null;
+                if (OWN.equals(mode)) {
+                    return "fresh sandbox " + id + (how == null ? "" : ", " + how) + ", started for this document and stopped";
+                }
+                if (ControlTarget.FRESH_PER_RENDER.equals(mode)) {
+                    return "fresh sandbox " + id + " of qvm up session " + session + (how == null ? "" : ", " + how)
+                            + ": no other document touched it; stopped after this one";
+                }
+                return "REUSED sandbox " + id + " of qvm up --reuse session " + session + ": "
+                        + (earlierDocuments == null ? "earlier documents" : earlierDocuments + " earlier document"
+                        + (earlierDocuments == 1 ? "" : "s")) + " went to the same worker";
+            }
         }
 
         @Override
         public void printText(PrintWriter out) {
-            out.printf("%s: %d x %d px, %d bytes, rendered in %d ms (%d ms total, %s sandbox %s)%n", output, width,
-                    height, bytes, renderMillis, totalMillis, sandbox.fresh() ? "fresh" : "running", sandbox.id());
+            out.printf("%s: %d x %d px, %d bytes, rendered in %d ms (%d ms total)%n  in %s%n", output, width,
+                    height, bytes, renderMillis, totalMillis, sandbox.describe());
         }
     }
 

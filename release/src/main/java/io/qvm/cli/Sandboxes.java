@@ -17,7 +17,10 @@ import java.util.Optional;
  *
  * <table>
  * <caption>state</caption>
- * <tr><td>{@code running}</td><td>ready.json present, its supervisor and QEMU alive: reachable through its control socket</td></tr>
+ * <tr><td>{@code running}</td><td>ready.json present, its supervisor and QEMU alive (for a fresh-per-render
+ *     session, which has no QEMU of its own: its supervisor alive): reachable through its control socket</td></tr>
+ * <tr><td>{@code pooled}</td><td>a sandbox of a running fresh-per-render {@code qvm up} session (owned by its
+ *     supervisor, ready for or rendering one document); it stops with its document or its session</td></tr>
  * <tr><td>{@code booting}</td><td>owned by a live {@code qvm} process that has not written ready.json yet</td></tr>
  * <tr><td>{@code unmanaged}</td><td>owned by a live process that is not the qvm CLI (a program using the library)</td></tr>
  * <tr><td>{@code exiting}</td><td>ready.json present, owner alive, QEMU gone: stopping</td></tr>
@@ -27,9 +30,12 @@ import java.util.Optional;
  */
 final class Sandboxes {
 
-    /** One sandbox. {@code ready} and {@code owner} are null when absent/unreadable. */
+    /**
+     * One sandbox. {@code ready} and {@code owner} are null when absent/unreadable; {@code session}
+     * is the qvm up session a {@code pooled} sandbox belongs to.
+     */
     record Entry(SandboxState state, OwnerRecord owner, ReadyFile ready, String status, boolean ownerAlive,
-            boolean ownerIsCli, Long qemuPid, boolean qemuAlive) {
+            boolean ownerIsCli, Long qemuPid, boolean qemuAlive, String session) {
 
         String id() {
             return state.id();
@@ -45,7 +51,15 @@ final class Sandboxes {
             return start == null ? null : Math.max(0, Duration.between(start, now).toSeconds());
         }
 
+        /** {@code fresh-per-render} or {@code reused} for a qvm up session; null otherwise. */
+        String mode() {
+            return ready == null ? null : ready.mode() == null ? io.qvm.cli.control.ControlTarget.REUSED : ready.mode();
+        }
+
         String ownerKind() {
+            if (session != null) {
+                return "session";
+            }
             if (ready != null) {
                 return ready.detached() ? "supervisor" : "foreground";
             }
@@ -57,9 +71,13 @@ final class Sandboxes {
     }
 
     static List<Entry> list(StateDirectory states) throws IOException {
-        List<Entry> out = new ArrayList<>();
+        List<Entry> described = new ArrayList<>();
         for (SandboxState s : states.list()) {
-            out.add(describe(s));
+            described.add(describe(s));
+        }
+        List<Entry> out = new ArrayList<>();
+        for (Entry e : described) {
+            out.add(inSession(e, described));
         }
         return out;
     }
@@ -70,7 +88,29 @@ final class Sandboxes {
         } catch (IllegalArgumentException e) {
             return Optional.empty();
         }
-        return states.find(id).map(Sandboxes::describe);
+        if (states.find(id).isEmpty()) {
+            return Optional.empty();
+        }
+        try {
+            return list(states).stream().filter(e -> e.id().equals(id)).findFirst();
+        } catch (IOException e) {
+            return states.find(id).map(Sandboxes::describe);
+        }
+    }
+
+    /** {@code e} as a {@code pooled} sandbox if a running fresh-per-render session's supervisor owns it. */
+    private static Entry inSession(Entry e, List<Entry> all) {
+        if (e.ready() != null || e.owner() == null || !e.ownerAlive()) {
+            return e;
+        }
+        for (Entry s : all) {
+            if (s.running() && s.ready().freshPerRender() && s.owner() != null
+                    && s.owner().ownerPid() == e.owner().ownerPid() && s != e) {
+                return new Entry(e.state(), e.owner(), null, "pooled", true, e.ownerIsCli(), e.qemuPid(),
+                        e.qemuAlive(), s.id());
+            }
+        }
+        return e;
     }
 
     static Entry describe(SandboxState s) {
@@ -78,7 +118,7 @@ final class Sandboxes {
         try {
             owner = s.owner();
         } catch (IOException | RuntimeException e) {
-            return new Entry(s, null, ReadyFile.read(s.dir()).orElse(null), "unreadable", false, false, null, false);
+            return new Entry(s, null, ReadyFile.read(s.dir()).orElse(null), "unreadable", false, false, null, false, null);
         }
         ReadyFile ready = ReadyFile.read(s.dir()).orElse(null);
         Optional<ProcessHandle> ownerHandle = alive(owner.ownerPid(), owner.ownerStartedAt());
@@ -91,11 +131,11 @@ final class Sandboxes {
         if (!ownerAlive) {
             status = "stale";
         } else if (ready != null) {
-            status = qemuAlive ? "running" : "exiting";
+            status = qemuAlive || ready.freshPerRender() ? "running" : "exiting";
         } else {
             status = ownerIsCli ? "booting" : "unmanaged";
         }
-        return new Entry(s, owner, ready, status, ownerAlive, ownerIsCli, qemuPid, qemuAlive);
+        return new Entry(s, owner, ready, status, ownerAlive, ownerIsCli, qemuPid, qemuAlive, null);
     }
 
     /** The process {@code pid} if it is alive and (when recorded) started at {@code startedAt} ± 1 s. */

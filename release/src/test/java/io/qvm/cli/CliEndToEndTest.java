@@ -64,7 +64,10 @@ class CliEndToEndTest {
         ctx = CliRun.context(state, imageRoot, FakeImageTool.NO_BUILDS).withEnv(env);
 
         // up --detach: a supervisor boots the sandbox and stays; we get its id
-        CliRun.Result up = CliRun.run(ctx, "up", "--detach", "--json", "--boot-timeout", "900", "--wait", "1200");
+        // --reuse: this walk checks one sandbox's QEMU pid, console and stop; UpSessionTest covers the
+        // default (a fresh sandbox per render) against the fake QEMU
+        CliRun.Result up = CliRun.run(ctx, "up", "--detach", "--reuse", "--json", "--boot-timeout", "900", "--wait",
+                "1200");
         assertEquals(0, up.exit(), up.toString());
         JsonNode u = up.json();
         String id = u.path("id").asText();
@@ -94,7 +97,8 @@ class CliEndToEndTest {
         assertEquals(0, r.exit(), r.toString());
         assertEquals(64, r.json().path("width").asInt());
         assertEquals(48, r.json().path("height").asInt());
-        assertFalse(r.json().path("sandbox").path("fresh").asBoolean());
+        assertEquals("reused", r.json().path("sandbox").path("mode").asText());
+        assertEquals(id, r.json().path("sandbox").path("id").asText());
         byte[] png = Files.readAllBytes(tmp.resolve("a.png"));
         assertEquals(0x89, png[0] & 0xff);
         CliRun.Result r2 = CliRun.run(ctx, "render", svg.toString(), "--width", "128", "-o", tmp.resolve("b.png").toString());

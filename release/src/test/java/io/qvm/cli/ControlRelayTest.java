@@ -10,6 +10,7 @@ import io.qvm.RenderFailedException;
 import io.qvm.SandboxLostException;
 import io.qvm.cli.control.ControlClient;
 import io.qvm.cli.control.ControlServer;
+import io.qvm.cli.control.ControlTarget;
 import io.qvm.protocol.ErrorCode;
 import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
@@ -152,6 +153,78 @@ class ControlRelayTest {
         assertEquals(1, target.stops.get());
         assertTrue(server.goodbyeReceived().isDone());
         server.stopRequested().get(30, java.util.concurrent.TimeUnit.SECONDS); // completes right after the reply
+    }
+
+    @Test
+    void anEndingServerLetsTheRenderInProgressFinishThenRefusesEveryRequestSayingWhy() throws Exception {
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        target.then(q -> {
+            inside.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return new RenderResult(FakeTargets.png(3, 2), 3, 2, 0);
+        });
+        try (ControlClient busy = client(); ControlClient later = client()) {
+            java.util.concurrent.CompletableFuture<RenderResult> inFlight = java.util.concurrent.CompletableFuture
+                    .supplyAsync(() -> {
+                        try {
+                            return busy.render(RenderRequest.svg("<svg/>".getBytes()), DEADLINE);
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    });
+            inside.await();
+            assertEquals(Duration.ZERO, server.idleFor(), "a render in progress is not idleness");
+            assertTrue(!server.endIfIdle(Duration.ofMillis(1), "idle"), "busy: the idle timeout does not end it");
+            java.util.concurrent.CompletableFuture<Boolean> drained = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return server.endAccepting("qvm up session x has ended (max lifetime)", DEADLINE);
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            io.qvm.SandboxException refused = assertThrows(io.qvm.SandboxException.class,
+                    () -> later.render(RenderRequest.svg("<svg/>".getBytes()), DEADLINE));
+            assertTrue(refused.getMessage().contains("has ended (max lifetime)"), refused.getMessage());
+            release.countDown();
+            assertEquals(3, inFlight.get(30, java.util.concurrent.TimeUnit.SECONDS).width(), "answered, not cut short");
+            assertTrue(drained.get(30, java.util.concurrent.TimeUnit.SECONDS));
+            assertThrows(io.qvm.SandboxException.class, () -> later.echo(new byte[] {1}, DEADLINE));
+        } finally {
+            release.countDown();
+        }
+    }
+
+    @Test
+    void whichSandboxServedARenderCrossesTheSocket() throws IOException {
+        server.close();
+        ControlTarget named = new ControlTarget() {
+            @Override
+            public byte[] echo(byte[] payload) {
+                return payload;
+            }
+
+            @Override
+            public ControlTarget.Rendered render(RenderRequest request) {
+                return new ControlTarget.Rendered(new RenderResult(FakeTargets.png(2, 2), 2, 2, 1),
+                        new ControlTarget.ServedBy("clone0000001", ControlTarget.FRESH_PER_RENDER, 0, true));
+            }
+
+            @Override
+            public void stop() {
+            }
+        };
+        server = ControlServer.start(dir.resolve("ctl.sock"), named, FrameLimits.ofBody(4096), l -> { });
+        try (ControlClient c = client()) {
+            ControlTarget.Rendered r = c.renderServed(RenderRequest.svg("<svg/>".getBytes()), DEADLINE);
+            assertEquals(new ControlTarget.ServedBy("clone0000001", ControlTarget.FRESH_PER_RENDER, 0, true),
+                    r.servedBy());
+            assertTrue(r.servedBy().fresh());
+        }
     }
 
     @Test

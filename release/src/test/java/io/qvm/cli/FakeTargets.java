@@ -48,15 +48,15 @@ final class FakeTargets {
         }
 
         @Override
-        public RenderResult render(RenderRequest request) {
+        public ControlTarget.Rendered render(RenderRequest request) {
             received.add(request);
             Function<RenderRequest, RenderResult> f = renders.poll();
             if (f == null) {
                 int w = request.width() == 0 ? 10 : request.width();
                 int h = request.height() == 0 ? 10 : request.height();
-                return new RenderResult(png(w, h), w, h, 7);
+                return new ControlTarget.Rendered(new RenderResult(png(w, h), w, h, 7), null);
             }
-            return f.apply(request);
+            return new ControlTarget.Rendered(f.apply(request), null);
         }
 
         @Override

@@ -68,7 +68,7 @@ class HostedSandboxCommandsTest {
         new ReadyFile(ReadyFile.FORMAT, id, ProcessHandle.current().pid(), null, true, ctl.toString(),
                 ProcessHandle.current().pid(), "tcg", "microvm", "serial",
                 Map.of("process-start", 0L, "worker-ready", 1234L), List.of(), Instant.now().toString(), null,
-                1 << 20, 64 << 20, 60_000).writeTo(state.dir());
+                1 << 20, 64 << 20, 60_000, null, null, null, null).writeTo(state.dir());
     }
 
     @AfterEach

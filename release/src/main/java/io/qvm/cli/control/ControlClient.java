@@ -94,9 +94,28 @@ public final class ControlClient implements AutoCloseable {
     }
 
     public RenderResult render(RenderRequest request, Duration deadline) throws IOException {
+        return renderServed(request, deadline).result();
+    }
+
+    /**
+     * Renders and says which sandbox did, as the supervisor reports it ({@code servedBy} is null
+     * from a supervisor that does not say: one of an older qvm, which always reused its sandbox).
+     */
+    public ControlTarget.Rendered renderServed(RenderRequest request, Duration deadline) throws IOException {
         Frame reply = call(Messages.toFrame(request, 0), deadline);
         try {
-            return Messages.renderResult(reply);
+            RenderResult result = Messages.renderResult(reply);
+            com.fasterxml.jackson.databind.JsonNode by = reply.header().get("servedBy");
+            ControlTarget.ServedBy servedBy = null;
+            if (by != null && by.isObject()) {
+                if (!by.path("sandbox").isTextual() || !by.path("mode").isTextual()
+                        || !by.path("earlierDocuments").canConvertToLong()) {
+                    throw new IllegalArgumentException("servedBy needs sandbox, mode and earlierDocuments: " + by);
+                }
+                servedBy = new ControlTarget.ServedBy(by.get("sandbox").asText(), by.get("mode").asText(),
+                        by.get("earlierDocuments").asLong(), by.path("restored").asBoolean(false));
+            }
+            return new ControlTarget.Rendered(result, servedBy);
         } catch (IllegalArgumentException e) {
             throw new SandboxException("the supervisor's render result is malformed: " + e.getMessage());
         }

@@ -27,10 +27,12 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
@@ -49,12 +51,21 @@ import java.util.function.Consumer;
  *  ---------------          ---------------------------------------------------------------
  *  HELLO {nonce,…}          READY {nonce, version "qvm-control/1", capabilities}   (optional)
  *  ECHO  body               ECHO_REPLY body                    relayed through Sandbox.echo
- *  RENDER {type,…} doc      RENDER_RESULT {format,width,…} png relayed through Sandbox.render
+ *  RENDER {type,…} doc      RENDER_RESULT {format,width,…,servedBy} png    relayed to the target
  *  GOODBYE                  GOODBYE {"stopped": true}          after the sandbox has stopped
  *  anything else            ERROR {code, message, kind}
  * </pre>
  *
- * ERROR headers carry the worker's {@link ErrorCode} and message, plus {@code kind}: which
+ * A RENDER_RESULT's header adds, when the target knows it, {@code servedBy}: {@code {"sandbox":
+ * id, "mode": "fresh-per-render"|"reused", "earlierDocuments": n, "restored": bool}} — which
+ * sandbox rendered the document and whether it had served others before ({@link ControlTarget.ServedBy}).
+ *
+ * <p>The server keeps time: {@link #idleFor()} is how long no ECHO or RENDER has been in
+ * progress; {@link #endIfIdle} and {@link #endAccepting} make it refuse every later request
+ * (ERROR, kind {@value #KIND_INTERNAL}, saying why the session ends) so that its owner can stop
+ * the sandbox without cutting a render short.
+ *
+ * <p>ERROR headers carry the worker's {@link ErrorCode} and message, plus {@code kind}: which
  * exception the {@link ControlTarget} threw — {@value #KIND_RENDER_FAILED},
  * {@value #KIND_TIMEOUT}, {@value #KIND_CRASHED}, {@value #KIND_BAD_REQUEST} or
  * {@value #KIND_INTERNAL} — so that {@link ControlClient} rethrows the same typed exception the
@@ -88,6 +99,11 @@ public final class ControlServer implements AutoCloseable {
     private final CompletableFuture<Void> stopRequested = new CompletableFuture<>();
     private final java.util.concurrent.Semaphore slots = new java.util.concurrent.Semaphore(MAX_CONNECTIONS);
     private volatile boolean closed;
+    /** Guards the activity fields below. */
+    private final Object activity = new Object();
+    private int inFlight;
+    private long lastActivityNanos = System.nanoTime();
+    private String ending;
 
     private ControlServer(Path socket, ControlTarget target, FrameLimits requestLimits, Consumer<String> log,
             ServerSocketChannel server) {
@@ -143,6 +159,69 @@ public final class ControlServer implements AutoCloseable {
         return served.get();
     }
 
+    /** How long no ECHO or RENDER has been in progress; zero while one is. */
+    public Duration idleFor() {
+        synchronized (activity) {
+            return inFlight > 0 ? Duration.ZERO : Duration.ofNanos(System.nanoTime() - lastActivityNanos);
+        }
+    }
+
+    /**
+     * If no request has been in progress for {@code idle}, refuses every later request (saying
+     * {@code why}) and returns true; otherwise changes nothing. Atomic with a request's start.
+     */
+    public boolean endIfIdle(Duration idle, String why) {
+        synchronized (activity) {
+            if (ending == null && inFlight == 0 && System.nanoTime() - lastActivityNanos >= idle.toNanos()) {
+                ending = Objects.requireNonNull(why, "why");
+                activity.notifyAll();
+            }
+            return ending != null && inFlight == 0;
+        }
+    }
+
+    /**
+     * Refuses every request from now on (saying {@code why}) and waits up to {@code wait} for those
+     * in progress to be answered.
+     *
+     * @return true when none is left in progress
+     */
+    public boolean endAccepting(String why, Duration wait) throws InterruptedException {
+        long deadline = System.nanoTime() + wait.toNanos();
+        synchronized (activity) {
+            if (ending == null) {
+                ending = Objects.requireNonNull(why, "why");
+            }
+            while (inFlight > 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                TimeUnit.NANOSECONDS.timedWait(activity, left);
+            }
+            return true;
+        }
+    }
+
+    /** Counts a request in, or says why the server no longer takes any. */
+    private String begin() {
+        synchronized (activity) {
+            if (ending != null) {
+                return ending;
+            }
+            inFlight++;
+            return null;
+        }
+    }
+
+    private void finished() {
+        synchronized (activity) {
+            inFlight--;
+            lastActivityNanos = System.nanoTime();
+            activity.notifyAll();
+        }
+    }
+
     private void acceptLoop() {
         while (!closed) {
             SocketChannel ch;
@@ -196,6 +275,22 @@ public final class ControlServer implements AutoCloseable {
 
     /** The one frame that answers {@code f}; never throws. */
     Frame answer(Frame f) {
+        if (f.kind() != FrameKind.ECHO && f.kind() != FrameKind.RENDER) {
+            return answerNow(f);
+        }
+        String refused = begin();
+        if (refused != null) {
+            log.accept(f.kind().name().toLowerCase(java.util.Locale.ROOT) + " refused: " + refused);
+            return error(f.requestId(), ErrorCode.INTERNAL, KIND_INTERNAL, refused);
+        }
+        try {
+            return answerNow(f);
+        } finally {
+            finished();
+        }
+    }
+
+    private Frame answerNow(Frame f) {
         long id = f.requestId();
         try {
             switch (f.kind()) {
@@ -217,12 +312,23 @@ public final class ControlServer implements AutoCloseable {
                         return error(id, ErrorCode.BAD_REQUEST, KIND_BAD_REQUEST, e.getMessage());
                     }
                     long t0 = System.nanoTime();
-                    RenderResult result = target.render(r);
+                    ControlTarget.Rendered rendered = target.render(r);
+                    RenderResult result = rendered.result();
                     served.incrementAndGet();
+                    ControlTarget.ServedBy by = rendered.servedBy();
                     log.accept("render " + r.type().wireName() + " " + r.document().length + " bytes -> "
                             + result.width() + "x" + result.height() + " png " + result.outputBytes() + " bytes in "
-                            + (System.nanoTime() - t0) / 1_000_000 + " ms");
-                    return Messages.toFrame(result, id);
+                            + (System.nanoTime() - t0) / 1_000_000 + " ms"
+                            + (by == null ? "" : " in " + by.mode() + " sandbox " + by.sandbox()));
+                    Frame reply = Messages.toFrame(result, id);
+                    if (by != null) {
+                        ObjectNode s = reply.header().putObject("servedBy");
+                        s.put("sandbox", by.sandbox());
+                        s.put("mode", by.mode());
+                        s.put("earlierDocuments", by.earlierDocuments());
+                        s.put("restored", by.restored());
+                    }
+                    return reply;
                 }
                 case GOODBYE: {
                     log.accept("goodbye: stopping the sandbox");

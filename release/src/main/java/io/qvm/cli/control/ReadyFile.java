@@ -29,16 +29,28 @@ import java.util.Optional;
  *  "bootMillis": {"process-start": 0, "qmp-ready": 80, …, "worker-ready": 14210},
  *  "notes": ["…"], "readyAt": "2026-11-30T20:06:49.100Z",
  *  "supervisorLog": "/home/u/.local/state/qvm/sandboxes/k3v9x2m4q7ab/supervisor.log",
- *  "maxRequestBytes": 33554432, "maxResponseBytes": 67108864, "requestTimeoutMillis": 60000}
+ *  "maxRequestBytes": 33554432, "maxResponseBytes": 67108864, "requestTimeoutMillis": 60000,
+ *  "mode": "fresh-per-render", "freshSandboxes": "restored", "idleTimeoutSeconds": 1800,
+ *  "maxLifetimeSeconds": 86400}
  * </pre>
  *
+ * For a {@code fresh-per-render} session {@code id} is the session's (its own state directory,
+ * which holds no QEMU: {@code qemuPid} is null), and the boot fields are those of its first
+ * sandbox; each render's sandbox has its own id. A file without {@code mode} (an older qvm's) is
+ * a reused sandbox.
+ *
  * @param supervisorLog null for a foreground {@code qvm up}
- * @param qemuPid null when unknown
+ * @param qemuPid null when unknown (and for a fresh-per-render session)
+ * @param mode {@link ControlTarget#FRESH_PER_RENDER} or {@link ControlTarget#REUSED} (null: reused)
+ * @param freshSandboxes for fresh-per-render: {@code restored} (from a template) or {@code cold-booted}
+ * @param idleTimeoutSeconds the session ends after this long without a request; null: never
+ * @param maxLifetimeSeconds the session ends this long after it became ready; null: never
  */
 public record ReadyFile(int format, String id, long supervisorPid, String supervisorStartedAt, boolean detached,
         String controlSocket, Long qemuPid, String accelerator, String machine, String transport,
         Map<String, Long> bootMillis, List<String> notes, String readyAt, String supervisorLog,
-        long maxRequestBytes, long maxResponseBytes, long requestTimeoutMillis) {
+        long maxRequestBytes, long maxResponseBytes, long requestTimeoutMillis, String mode, String freshSandboxes,
+        Long idleTimeoutSeconds, Long maxLifetimeSeconds) {
 
     public static final String FILE_NAME = "ready.json";
     public static final int FORMAT = 1;
@@ -54,6 +66,12 @@ public record ReadyFile(int format, String id, long supervisorPid, String superv
         Objects.requireNonNull(controlSocket, "controlSocket");
         bootMillis = bootMillis == null ? Map.of() : java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(bootMillis));
         notes = notes == null ? List.of() : List.copyOf(notes);
+    }
+
+    /** Whether every render gets a sandbox of its own (else one sandbox serves them all). */
+    @com.fasterxml.jackson.annotation.JsonIgnore
+    public boolean freshPerRender() {
+        return ControlTarget.FRESH_PER_RENDER.equals(mode);
     }
 
     /** Writes {@code dir/ready.json} atomically (temp file + rename). */
