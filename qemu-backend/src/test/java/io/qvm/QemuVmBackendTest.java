@@ -136,7 +136,8 @@ class QemuVmBackendTest {
             assertEquals(Long.toString((1024L + 256 + io.qvm.backend.qemu.MachineProfile.TCG_TB_MIB) << 20),
                     Files.readString(cgroup.resolve("memory.max")));
             assertEquals(Integer.toString(96 + config.vcpus()), Files.readString(cgroup.resolve("pids.max")));
-            assertEquals("+memory +pids", Files.readString(host.cgroupRoot().resolve("qvm/cgroup.subtree_control")));
+            assertEquals((config.vcpus() * 100_000 + 50_000) + " 100000", Files.readString(cgroup.resolve("cpu.max")));
+            assertEquals("+memory +pids +cpu", Files.readString(host.cgroupRoot().resolve("qvm/cgroup.subtree_control")));
         }
         // nothingIsLeftBehind: the cgroup went with the sandbox
     }

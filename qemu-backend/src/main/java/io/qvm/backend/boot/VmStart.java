@@ -192,7 +192,8 @@ public final class VmStart {
         CgroupTree.Cgroup cgroup = null;
         if (ctx.cgroups().isPresent()) {
             cgroup = ctx.cgroups().get().create(id, CgroupTree.memoryMaxBytes(config,
-                    accel.accelerator() == io.qvm.Accelerator.TCG, MachineProfile.TCG_TB_MIB), CgroupTree.tasksMax(config));
+                    accel.accelerator() == io.qvm.Accelerator.TCG, MachineProfile.TCG_TB_MIB), CgroupTree.tasksMax(config),
+                    Optional.of(CgroupTree.cpuMax(config)));
             extras.add(cgroup); // closed after QEMU is gone: then it is empty and can be removed
         }
         qemu = launcher.start();
