@@ -86,8 +86,8 @@ public final class GuestWatcher implements AutoCloseable {
      * @param onOverflow runs once (on the poller, or on a thread calling {@link #poll()}) when either
      *     file passes its cap: it stops the VM
      * @param startNanos {@link System#nanoTime()} when QEMU started, for host-side arrival times
-     * @param progress receives one line per event (may be a no-op); at most one per phase and one
-     *     error, so a log it writes is bounded too
+     * @param progress receives one line per event (may be a no-op); at most one per phase, one
+     *     error and one overflow, so a log it writes is bounded too
      */
     public GuestWatcher(Path events, Path console, long maxConsoleBytes, Runnable onOverflow, long startNanos,
             Consumer<String> progress) {
