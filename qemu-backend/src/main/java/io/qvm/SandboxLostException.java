@@ -6,7 +6,8 @@ import java.util.Optional;
 /**
  * The sandbox was lost in the middle of a request: its VM or worker ended ({@link Reason#CRASHED}),
  * the request overran the configured request deadline and the host stopped the sandbox
- * ({@link Reason#DEADLINE_EXCEEDED}), or the worker answered with something the protocol forbids
+ * ({@link Reason#DEADLINE_EXCEEDED}), or the guest broke its contract — the worker answered with
+ * something the protocol forbids, or the guest wrote past the cap of its console or events file —
  * and the host stopped the sandbox ({@link Reason#PROTOCOL_VIOLATION}). The sandbox is closed and
  * cannot be reused; the evidence (console and QEMU stderr tails, the worker's exit status) comes
  * with the exception.
@@ -14,8 +15,9 @@ import java.util.Optional;
  * <p>What a server does differently: the document may or may not be at fault. Retrying it once
  * on a fresh sandbox is reasonable (a {@link SandboxPool} does that for a crash), except when
  * {@link #outOfMemory()} says the document exhausted the worker's heap, the deadline passed, or
- * the worker broke the protocol: the same document will do it again. A protocol violation is
- * also worth a security log entry: a worker that lies was most likely taken over by the document.
+ * the guest broke the contract: the same document will do it again. A protocol violation is
+ * also worth a security log entry: a guest that lies or floods was most likely taken over by the
+ * document.
  */
 public class SandboxLostException extends SandboxException {
     private static final long serialVersionUID = 1L;
@@ -30,10 +32,13 @@ public class SandboxLostException extends SandboxException {
         /** The request overran the request deadline; the host stopped the sandbox. */
         DEADLINE_EXCEEDED,
         /**
-         * The worker's answer broke the protocol — a PNG that is not what its header says or
-         * above the limits, a malformed or mismatched reply, a frame it began and never finished
-         * — so the worker is not to be trusted (the document may have compromised it); the host
-         * stopped the sandbox and handed nothing of the answer on. Not retried by a pool.
+         * The guest broke its contract with the host, so it is not to be trusted (the document may
+         * have compromised it); the host stopped the sandbox and handed nothing of the answer on.
+         * Not retried by a pool. Either the worker's answer broke the protocol — a PNG that is not
+         * what its header says or above the limits, a malformed or mismatched reply, a frame it
+         * began and never finished — or the guest wrote past the cap of its console or of the
+         * init's events file, which only a guest whose init or kernel was taken over can (the
+         * message says which).
          */
         PROTOCOL_VIOLATION
     }

@@ -76,6 +76,11 @@ import java.util.concurrent.atomic.AtomicReference;
  *                        garbage (1000 stray bytes, then the answer), wrong-id (the answer under
  *                        another id), twice (the answer, then the same answer again),
  *                        oversize (a reply above the response limit)
+ *  flood=FILE            a guest that took over its init (or kernel) writes 1 MiB past the cap of
+ *                        FILE (events or console), then goes quiet (a real one would not stop; this
+ *                        one spares the test machine's disk when nothing stops it) …
+ *  floodWhen=WHEN        … at boot (before READY, which then never comes), or when idle: once
+ *                        the file flood-now appears next to the launcher ({@link FakeQemuHost#floodNow})
  * </pre>
  */
 public final class FakeQemu {
@@ -202,7 +207,12 @@ public final class FakeQemu {
                 event(phase(Phase.RUNSC, "0.90"));
             }
         }
-        FakeWorker.Builder script = FakeWorker.builder().answerHello(!dies && initError == null);
+        String flood = scenario.getProperty("flood");
+        boolean floodAtBoot = flood != null && scenario.getProperty("floodWhen", "boot").equals("boot") && !incoming;
+        if (floodAtBoot) {
+            flood(flood);
+        }
+        FakeWorker.Builder script = FakeWorker.builder().answerHello(!dies && initError == null && !floodAtBoot);
         String stale = scenario.getProperty("staleBeforeReady");
         if (stale != null) {
             script.onConnect(FakeWorker.garbage(Integer.parseInt(stale), 11));
@@ -226,6 +236,9 @@ public final class FakeQemu {
         }
         serve("qmp", this::qmpSession);
         serve("qvmc", this::controlSession);
+        if (flood != null && !floodAtBoot) {
+            floodWhenTold(flood);
+        }
         if (!incoming && initError != null) {
             Thread.sleep(300);
             powerOff(worker, 1);
@@ -293,6 +306,41 @@ public final class FakeQemu {
         event(phase(Phase.POWEROFF, "9.50"));
         worker.close();
         System.exit(status);
+    }
+
+    /**
+     * What a guest that owns its init (or kernel) can do: write to the events port (or the
+     * console) without end. QEMU appends it all to the file; only the host can stop it.
+     */
+    private void flood(String which) throws IOException {
+        Path file = switch (which) {
+            case "events" -> events;
+            case "console" -> console;
+            default -> throw new IllegalArgumentException("flood=" + which);
+        };
+        long cap = which.equals("events") ? io.qvm.backend.sandbox.GuestWatcher.MAX_EVENT_BYTES
+                : InitEvents.CONSOLE_MAX_BYTES;
+        byte[] chunk = "qvm: phase=init uptime=0.00 flood\n".repeat(2048).getBytes(StandardCharsets.UTF_8);
+        try (OutputStream out = Files.newOutputStream(file, StandardOpenOption.CREATE, StandardOpenOption.APPEND)) {
+            for (long written = 0; written < cap + (1 << 20); written += chunk.length) {
+                out.write(chunk);
+                out.flush();
+            }
+        }
+    }
+
+    /** Floods once the test creates {@code flood-now} in this fake's directory (its sandbox idle). */
+    private void floodWhenTold(String which) {
+        Thread t = new Thread(() -> {
+            try {
+                await().forever().pollInterval(Duration.ofMillis(50)).until(() -> Files.exists(dir.resolve("flood-now")));
+                flood(which);
+            } catch (IOException e) {
+                // killed meanwhile: nothing to do
+            }
+        }, "fake-qemu-flood");
+        t.setDaemon(true);
+        t.start();
     }
 
     /** An event, as the init reports it: on the events port, echoed on the console. */

@@ -49,6 +49,11 @@ public final class FakeQemuHost {
         return this;
     }
 
+    /** Tells a fake QEMU playing {@code flood} with {@code floodWhen=idle} to flood now. */
+    public void floodNow() throws IOException {
+        Files.writeString(root.resolve("flood-now"), "");
+    }
+
     /** How many sandboxes the fake QEMU has played so far. */
     public int boots() throws IOException {
         Path counter = root.resolve("boots");

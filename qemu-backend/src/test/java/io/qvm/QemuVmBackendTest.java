@@ -137,7 +137,8 @@ class QemuVmBackendTest {
             assertEquals(Long.toString((1024L + 256 + io.qvm.backend.qemu.MachineProfile.TCG_TB_MIB) << 20),
                     Files.readString(cgroup.resolve("memory.max")));
             assertEquals(Integer.toString(96 + config.vcpus()), Files.readString(cgroup.resolve("pids.max")));
-            assertEquals("+memory +pids", Files.readString(host.cgroupRoot().resolve("qvm/cgroup.subtree_control")));
+            assertEquals((config.vcpus() * 100_000 + 50_000) + " 100000", Files.readString(cgroup.resolve("cpu.max")));
+            assertEquals("+memory +pids +cpu", Files.readString(host.cgroupRoot().resolve("qvm/cgroup.subtree_control")));
         }
         // nothingIsLeftBehind: the cgroup went with the sandbox
     }
@@ -336,6 +337,54 @@ class QemuVmBackendTest {
             assertTrue(e.getMessage().contains(said), e.getMessage());
             assertFalse(s.isAlive(), "the sandbox was stopped");
             await().atMost(Duration.ofSeconds(30)).until(() -> host.processes().stream().noneMatch(ProcessHandle::isAlive));
+        }
+    }
+
+    /**
+     * A guest that took over its init (or kernel) and writes without end to the init's events
+     * port or the console, while it boots: QEMU appends it all to a file on the host's disk, so
+     * the host stops the VM once the file passes its cap. The boot fails at once (not at its
+     * deadline), says which cap, and is not tried again.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource({
+            "events, the init's events file passed its cap of 65536 bytes",
+            "console, the guest console passed its cap of 8388608 bytes"})
+    @Tag("security")
+    void aGuestThatFloodsAFileWhileItBootsIsStoppedAndTheBootFails(String file, String said) throws Exception {
+        host.set("flood", file).set("floodWhen", "boot");
+        try (QemuVmBackend backend = host.backend().templates(false).build()) {
+            BootFailedException e = assertThrows(BootFailedException.class,
+                    () -> backend.start(FakeQemuHost.config().build()));
+            assertTrue(e.getMessage().contains(said + ", so the VM was stopped"), e.getMessage());
+            assertEquals(1, host.boots(), "not tried again: the same guest would do the same");
+        }
+    }
+
+    /**
+     * The same guest once its sandbox is READY and idle (no request in flight, nobody reading the
+     * files): the watcher still sees the file pass its cap and kills QEMU, and the next request
+     * fails with a reason that says the guest broke the contract (no retry), and which cap.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource({
+            "events, the init's events file passed its cap of 65536 bytes",
+            "console, the guest console passed its cap of 8388608 bytes"})
+    @Tag("security")
+    void aGuestThatFloodsAFileWhileItsSandboxIsIdleIsStoppedAndTheNextRequestSaysWhy(String file, String said)
+            throws Exception {
+        host.set("flood", file).set("floodWhen", "idle");
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            assertArrayEquals(new byte[] {1}, s.echo(new byte[] {1}));
+            host.floodNow();
+            await().atMost(LONG).until(() -> !s.isAlive());
+            SandboxLostException e = assertThrows(SandboxLostException.class, () -> s.echo(new byte[] {2}));
+            assertEquals(SandboxLostException.Reason.PROTOCOL_VIOLATION, e.reason(), e.getMessage());
+            assertTrue(e.getMessage().contains(said + ", so the host stopped the VM"), e.getMessage());
+            SandboxLostException again = assertThrows(SandboxLostException.class, () -> s.echo(new byte[] {3}),
+                    "and stays unusable");
+            assertEquals(SandboxLostException.Reason.PROTOCOL_VIOLATION, again.reason(), again.getMessage());
         }
     }
 

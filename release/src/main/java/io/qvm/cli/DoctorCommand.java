@@ -46,7 +46,7 @@ import picocli.CommandLine.Spec;
         description = {"Check this host: OS and CPU, QEMU, each accelerator's three probe layers (compiled in, "
                 + "offered by the host, a guest really boots), vhost-vsock, the guest image, the state directory, and "
                 + "which confinements QEMU runs under here (seccomp, an unprivileged user, a cgroup, a bounded "
-                + "translation cache, a minimal environment). Every problem comes with its fix.",
+                + "translation cache, a minimal environment, Yama's ptrace_scope). Every problem comes with its fix.",
             "Exits 3 when this host cannot run a sandbox, 8 when only the image is missing or damaged."},
         footer = {"", "JSON (--json), schema qvm.doctor/1:",
             "  {\"schema\":\"qvm.doctor/1\", \"ok\", \"verdict\", \"host\":{\"os\", \"osName\", \"osVersion\", \"arch\", \"java\"},",
@@ -55,7 +55,7 @@ import picocli.CommandLine.Spec;
             "   \"autoChoice\", \"vsock\":{\"usable\", \"reason\"},",
             "   \"image\":{\"dir\", \"present\", \"verified\", \"kernelVersion\", \"problem\", \"fix\"},",
             "   \"stateDirectory\":{\"dir\", \"writable\", \"sandboxes\", \"runtimeDir\", \"problem\"},",
-            "   \"confinement\":[{\"name\":\"seccomp|unprivileged|cgroup|tb-size|environment\", \"status\", \"detail\"}],",
+            "   \"confinement\":[{\"name\":\"seccomp|unprivileged|cgroup|tb-size|environment|ptrace\", \"status\", \"detail\"}],",
             "   \"problems\":[{\"severity\":\"error|warning\", \"what\", \"fix\"}]}",
             "layer status: passed, failed, skipped (--quick), not-checked (an earlier layer failed).",
             "confinement status: active, inactive (the host does not allow it; detail says why), not-needed."})
@@ -280,7 +280,53 @@ final class DoctorCommand implements Callable<Integer> {
         out.add(new ConfinementEntry("environment", "active", "QEMU gets " + String.join(" ", ChildEnvironment.forQemu()
                 .entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toList())
                 + " and nothing else of the host's environment"));
+        out.add(ptraceScope(os, PTRACE_SCOPE, problems));
         return out;
+    }
+
+    /** Yama's setting: who may ptrace (attach to, read the memory of) another process. */
+    static final Path PTRACE_SCOPE = Path.of("/proc/sys/kernel/yama/ptrace_scope");
+
+    /**
+     * Who can attach to QEMU with ptrace, from Yama's {@code ptrace_scope} in {@code file}: at 0
+     * (or without Yama) any process of QEMU's uid can, and every sandbox's QEMU runs as the same
+     * user, so one QEMU taken over by its guest could read and steer the others. A warning, not
+     * an error: a sandbox still runs.
+     */
+    static ConfinementEntry ptraceScope(HostOs os, Path file, List<Problem> problems) {
+        if (os != HostOs.LINUX) {
+            return new ConfinementEntry("ptrace", "not-needed", "Yama's ptrace_scope is Linux's; not checked on " + os);
+        }
+        String fix = "sudo sysctl -w kernel.yama.ptrace_scope=1, and put kernel.yama.ptrace_scope = 1 in "
+                + "/etc/sysctl.d/10-ptrace.conf to keep it";
+        String value;
+        try {
+            value = Files.readString(file).strip();
+        } catch (java.nio.file.NoSuchFileException e) {
+            String what = "Yama is not enabled in this kernel (no " + file + "): any process running as QEMU's user "
+                    + "can ptrace QEMU, so one sandbox's QEMU taken over by its guest could attach to the others";
+            problems.add(new Problem("warning", what, "boot a kernel with Yama (CONFIG_SECURITY_YAMA, \"yama\" in "
+                    + "the lsm= boot parameter), then set kernel.yama.ptrace_scope=1"));
+            return new ConfinementEntry("ptrace", "inactive", what);
+        } catch (IOException e) {
+            return new ConfinementEntry("ptrace", "inactive", "cannot read " + file + ": " + e.getMessage());
+        }
+        String meaning = switch (value) {
+            case "1" -> "restricted: a process may ptrace only its own descendants, so sandboxes' QEMUs (siblings "
+                    + "under the same user) cannot attach to each other";
+            case "2" -> "admin-only: only a process with CAP_SYS_PTRACE may ptrace";
+            case "3" -> "no attach: no process may ptrace (fixed until the next boot)";
+            default -> null;
+        };
+        if (meaning != null) {
+            return new ConfinementEntry("ptrace", "active", "kernel.yama.ptrace_scope = " + value + ", " + meaning);
+        }
+        String what = "kernel.yama.ptrace_scope = " + value + (value.equals("0") ? ", classic: any process running as "
+                + "QEMU's user can ptrace QEMU (read and change its memory, the guest's included), so one sandbox's QEMU "
+                + "taken over by its guest could attach to the others; 1 or higher stops that"
+                : ", not a value Yama knows (0-3)");
+        problems.add(new Problem("warning", what, fix));
+        return new ConfinementEntry("ptrace", "inactive", what);
     }
 
     record ConfinementEntry(String name, String status, String detail) {

@@ -90,7 +90,7 @@ class ImageAndDoctorCommandsTest {
 
         Map<String, JsonNode> confinement = new java.util.LinkedHashMap<>();
         j.path("confinement").forEach(c -> confinement.put(c.path("name").asText(), c));
-        assertEquals(List.of("seccomp", "unprivileged", "cgroup", "tb-size", "environment"),
+        assertEquals(List.of("seccomp", "unprivileged", "cgroup", "tb-size", "environment", "ptrace"),
                 List.copyOf(confinement.keySet()));
         confinement.values().forEach(c -> assertTrue(Set.of("active", "inactive", "not-needed")
                 .contains(c.path("status").asText()), c.toString()));

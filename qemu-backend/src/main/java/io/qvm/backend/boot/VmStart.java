@@ -192,7 +192,8 @@ public final class VmStart {
         CgroupTree.Cgroup cgroup = null;
         if (ctx.cgroups().isPresent()) {
             cgroup = ctx.cgroups().get().create(id, CgroupTree.memoryMaxBytes(config,
-                    accel.accelerator() == io.qvm.Accelerator.TCG, MachineProfile.TCG_TB_MIB), CgroupTree.tasksMax(config));
+                    accel.accelerator() == io.qvm.Accelerator.TCG, MachineProfile.TCG_TB_MIB), CgroupTree.tasksMax(config),
+                    Optional.of(CgroupTree.cpuMax(config)));
             extras.add(cgroup); // closed after QEMU is gone: then it is empty and can be removed
         }
         qemu = launcher.start();
@@ -201,6 +202,8 @@ public final class VmStart {
         }
         state.recordQemu(qemu.handle());
         QemuProcess started = qemu;
+        // Watches both files' caps from here until the sandbox is closed (QemuSandbox closes it):
+        // past either, QEMU is killed at once, whatever the host is doing.
         console = new GuestWatcher(state.eventsLog(), state.consoleLog(), InitEvents.CONSOLE_MAX_BYTES,
                 () -> started.handle().destroyForcibly(), startNanos, line -> say(line));
         phases.put("process-start", Duration.ZERO);
@@ -372,8 +375,12 @@ public final class VmStart {
         if (e instanceof SandboxException se && qemu == null) {
             return se; // a host problem before QEMU ran (no QEMU, image, accelerator, transport): already typed
         }
+        String overflow = console == null ? null : console.overflow().orElse(null);
         StringBuilder why = new StringBuilder("sandbox " + id + " did not become ready: ");
-        if (stalled) {
+        if (overflow != null) {
+            why.append(overflow).append(", so the VM was stopped: a guest that writes this much does not follow the")
+                    .append(" contract (its init or kernel is not the image's), and booting it again would do the same");
+        } else if (stalled) {
             why.append("the guest stalled: no console output for ").append(GUEST_STALL.toSeconds())
                     .append(" s before the init ran runsc (a TCG guest occasionally hangs early in its boot)");
         } else if (initError != null) {

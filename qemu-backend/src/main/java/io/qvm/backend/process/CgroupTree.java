@@ -23,23 +23,28 @@ import java.util.regex.Pattern;
 
 /**
  * The cgroup v2 subtree qvm puts each QEMU in, where the host lets it: {@code /sys/fs/cgroup/qvm/<sandbox-id>},
- * with the memory and task limits of the sandbox's {@link SandboxConfig}, so a QEMU that a guest
- * drove into allocating or spawning without end hits a wall of its own instead of the host's.
+ * with the memory, task and CPU limits of the sandbox's {@link SandboxConfig}, so a QEMU that a
+ * guest drove into allocating, spawning or spinning without end hits a wall of its own instead of
+ * the host's.
  *
  * <pre>
- * /sys/fs/cgroup/                 cgroup2; cgroup.subtree_control gets "+memory +pids"
- *   qvm/                          made once; cgroup.subtree_control gets "+memory +pids"
+ * /sys/fs/cgroup/                 cgroup2; cgroup.subtree_control gets "+memory +pids" (and "+cpu")
+ *   qvm/                          made once; cgroup.subtree_control gets "+memory +pids" (and "+cpu")
  *     &lt;sandbox-id&gt;/               one per sandbox, removed when it stops (or by the reaper)
  *       memory.max                guest RAM + {@link #QEMU_OVERHEAD_MIB} MiB (+ the TCG translation cache)
  *       memory.swap.max           0, where swap is accounted: the bound covers swap too
  *       pids.max                  {@link #TASKS_BASE} + one per vCPU
+ *       cpu.max                   (vCPUs × {@link #CPU_PERIOD_MICROS} + {@link #EMULATOR_CPU_MICROS}) and the
+ *                                 period, where the cpu controller is offered
  *       cgroup.procs              QEMU's pid, written right after QEMU started
  * </pre>
  *
  * <p>Usable when the mount is cgroup v2, offers the memory and pids controllers, and this process
  * may create the subtree and move processes into it (root, or a tree delegated to its user);
  * otherwise QEMU runs without, and {@link #availability()} says why (a cgroup v1 or hybrid host, a
- * read-only mount in a container, not root). QEMU is moved in right after the OS started it,
+ * read-only mount in a container, not root). The cpu controller is wanted, not required: where
+ * it is not offered (or cannot be enabled) QEMU gets the other limits and no {@code cpu.max}, and
+ * {@link #availability()} says so. QEMU is moved in right after the OS started it,
  * while it sets itself up and before the guest's first instruction; what it allocated in that
  * moment stays charged where the JVM runs.
  */
@@ -63,8 +68,21 @@ public final class CgroupTree {
      * and its main loop, RCU, signal, migration, chardev and vhost workers.
      */
     public static final int TASKS_BASE = 96;
+    /** {@code cpu.max}'s period: the kernel's default, 100 ms. */
+    public static final long CPU_PERIOD_MICROS = 100_000;
+    /**
+     * CPU time per period QEMU may use on top of one full CPU per vCPU: half a CPU for its own
+     * threads — the main loop that moves the worker's bytes, the console and events and answers
+     * QMP, and the RCU and I/O workers. A quota of exactly the vCPUs would let a guest whose vCPUs
+     * all spin throttle those too (the whole cgroup waits for the next period), slowing the very
+     * answer and QMP {@code quit} the host waits for; half a CPU keeps them running and still
+     * bounds a runaway guest to its vCPUs and a half.
+     */
+    public static final long EMULATOR_CPU_MICROS = CPU_PERIOD_MICROS / 2;
 
     private static final Set<String> CONTROLLERS = Set.of("memory", "pids");
+    /** Enabled with the others where offered; its absence costs only {@code cpu.max}. */
+    private static final String CPU = "cpu";
     private static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_-]{0,39}");
 
     private final Path mount;
@@ -122,8 +140,11 @@ public final class CgroupTree {
                 return new Availability(false, "cgroup v2 at " + mount + " is not writable by this process (not root, "
                         + "or a read-only mount): QEMU runs without a cgroup of its own");
             }
+            String cpu = offered.contains(CPU) ? ", cpu.max = vCPUs + " + EMULATOR_CPU_MICROS * 100 / CPU_PERIOD_MICROS
+                    + "% of a CPU" : "; no cpu.max: cgroup v2 at " + mount + " offers no cpu controller, so a guest's"
+                    + " vCPUs are bounded only by their number";
             return new Availability(true, "each QEMU in " + sub + "/<sandbox>, memory.max = guest RAM + "
-                    + QEMU_OVERHEAD_MIB + " MiB (+ TCG's translation cache), pids.max = " + TASKS_BASE + " + vCPUs");
+                    + QEMU_OVERHEAD_MIB + " MiB (+ TCG's translation cache), pids.max = " + TASKS_BASE + " + vCPUs" + cpu);
         } catch (IOException | RuntimeException e) {
             return new Availability(false, "cannot read cgroup v2 at " + mount + ": " + e.getMessage());
         }
@@ -131,7 +152,8 @@ public final class CgroupTree {
 
     /**
      * Makes the subtree usable: creates {@code qvm/} and enables the memory and pids controllers
-     * for its children (and for the mount's, where they are not yet).
+     * (and cpu, where offered and the host lets it) for its children (and for the mount's, where
+     * they are not yet).
      *
      * @throws IOException when the host does not let this process; the caller runs without
      */
@@ -140,7 +162,7 @@ public final class CgroupTree {
         if (!a.usable()) {
             throw new IOException(a.detail());
         }
-        enableControllers(mount);
+        enableControllers(mount, controllers(mount.resolve("cgroup.controllers")));
         Path sub = subtree();
         if (!Files.isDirectory(sub, LinkOption.NOFOLLOW_LINKS)) {
             try {
@@ -149,16 +171,49 @@ public final class CgroupTree {
                 // another backend made it meanwhile
             }
         }
-        enableControllers(sub);
+        enableControllers(sub, enabled(mount)); // a child is offered what its parent enabled
     }
 
-    private static void enableControllers(Path cgroup) throws IOException {
-        Path control = cgroup.resolve("cgroup.subtree_control");
-        String enabled = Files.exists(control) ? Files.readString(control, StandardCharsets.US_ASCII) : "";
-        Set<String> on = Set.of(enabled.trim().split("\\s+"));
-        if (!on.containsAll(CONTROLLERS)) {
-            Files.writeString(control, "+memory +pids", StandardCharsets.US_ASCII);
+    /**
+     * Enables memory and pids, with cpu where {@code offered} has it, in one write (cgroupfs takes
+     * a write whole or not at all). A host that offers cpu but refuses it — a realtime task outside
+     * the root cgroup, a delegation without it — gets memory and pids alone.
+     */
+    private static void enableControllers(Path cgroup, Set<String> offered) throws IOException {
+        Set<String> on = enabled(cgroup);
+        boolean cpu = offered.contains(CPU);
+        if (on.containsAll(CONTROLLERS) && (!cpu || on.contains(CPU))) {
+            return;
         }
+        Path control = cgroup.resolve("cgroup.subtree_control");
+        if (cpu) {
+            try {
+                Files.writeString(control, "+memory +pids +cpu", StandardCharsets.US_ASCII);
+                return;
+            } catch (IOException e) {
+                LOG.log(Level.INFO, "qvm: cannot enable the cpu controller in " + cgroup + " (" + e.getMessage()
+                        + "): QEMU runs without cpu.max");
+            }
+        }
+        Files.writeString(control, "+memory +pids", StandardCharsets.US_ASCII);
+    }
+
+    /** The controllers {@code cgroup} enables for its children ("+cpu" as a test's tree holds it counts as "cpu"). */
+    private static Set<String> enabled(Path cgroup) throws IOException {
+        return controllers(cgroup.resolve("cgroup.subtree_control"));
+    }
+
+    private static Set<String> controllers(Path file) throws IOException {
+        if (!Files.exists(file)) {
+            return Set.of();
+        }
+        Set<String> out = new java.util.HashSet<>();
+        for (String w : Files.readString(file, StandardCharsets.US_ASCII).trim().split("\\s+")) {
+            if (!w.isEmpty()) {
+                out.add(w.startsWith("+") ? w.substring(1) : w);
+            }
+        }
+        return out;
     }
 
     /** {@code memory.max} for a sandbox of {@code config}: guest RAM + QEMU's overhead (+ the translation cache under TCG). */
@@ -172,12 +227,40 @@ public final class CgroupTree {
         return TASKS_BASE + config.vcpus();
     }
 
+    /** {@code cpu.max}: the CPU time a cgroup may use in each period, both in microseconds. */
+    public record CpuMax(long quotaMicros, long periodMicros) {
+        public CpuMax {
+            if (periodMicros < 1_000 || periodMicros > 1_000_000 || quotaMicros < 1_000) {
+                throw new IllegalArgumentException("cpu.max needs a period of 1 ms to 1 s and a quota of at least"
+                        + " 1 ms (the kernel's bounds), got quota " + quotaMicros + " µs, period " + periodMicros + " µs");
+            }
+        }
+
+        /** As {@code cpu.max} takes it: {@code "<quota> <period>"}. */
+        public String value() {
+            return quotaMicros + " " + periodMicros;
+        }
+    }
+
+    /** {@code cpu.max} for a sandbox of {@code config}: one CPU per vCPU, and {@link #EMULATOR_CPU_MICROS} for QEMU. */
+    public static CpuMax cpuMax(SandboxConfig config) {
+        return new CpuMax(config.vcpus() * CPU_PERIOD_MICROS + EMULATOR_CPU_MICROS, CPU_PERIOD_MICROS);
+    }
+
+    /** {@link #create(String, long, int, Optional)} without a CPU bound. */
+    public Cgroup create(String sandboxId, long memoryMaxBytes, int tasksMax) throws IOException {
+        return create(sandboxId, memoryMaxBytes, tasksMax, Optional.empty());
+    }
+
     /**
-     * Creates {@code qvm/<sandboxId>} with these limits. {@link #prepare()} must have succeeded.
+     * Creates {@code qvm/<sandboxId>} with these limits; {@code cpuMax} is written where the
+     * subtree has the cpu controller enabled, and left out elsewhere ({@link #availability()}
+     * says so). {@link #prepare()} must have succeeded.
      *
      * @throws IOException the cgroup could not be made or limited (nothing is left behind)
      */
-    public Cgroup create(String sandboxId, long memoryMaxBytes, int tasksMax) throws IOException {
+    public Cgroup create(String sandboxId, long memoryMaxBytes, int tasksMax, Optional<CpuMax> cpuMax)
+            throws IOException {
         Path dir = subtree().resolve(checkId(sandboxId));
         Files.createDirectory(dir);
         Cgroup g = new Cgroup(dir);
@@ -187,6 +270,9 @@ public final class CgroupTree {
                 write(dir.resolve("memory.swap.max"), "0");
             }
             write(dir.resolve("pids.max"), Integer.toString(tasksMax));
+            if (cpuMax.isPresent() && enabled(subtree()).contains(CPU)) {
+                write(dir.resolve("cpu.max"), cpuMax.get().value());
+            }
         } catch (IOException | RuntimeException e) {
             g.close();
             throw e;
@@ -257,7 +343,7 @@ public final class CgroupTree {
                 if (kernelTree) {
                     return false;
                 }
-                for (String f : List.of("memory.max", "memory.swap.max", "pids.max", "cgroup.procs")) {
+                for (String f : List.of("memory.max", "memory.swap.max", "pids.max", "cpu.max", "cgroup.procs")) {
                     try {
                         Files.deleteIfExists(dir.resolve(f));
                     } catch (IOException ignored) {
@@ -319,7 +405,7 @@ public final class CgroupTree {
             return CgroupTree.processes(dir);
         }
 
-        /** The limit in {@code name} ({@code memory.max}, {@code pids.max}…) as cgroupfs shows it. */
+        /** The limit in {@code name} ({@code memory.max}, {@code pids.max}, {@code cpu.max}…) as cgroupfs shows it. */
         public Optional<String> limit(String name) {
             try {
                 return Optional.of(Files.readString(dir.resolve(name), StandardCharsets.US_ASCII).strip());

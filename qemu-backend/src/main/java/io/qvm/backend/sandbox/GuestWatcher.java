@@ -31,24 +31,41 @@ import java.util.function.Consumer;
  * whatever the guest writes, and a line the worker prints on the console (a forged phase or exit
  * status) is never an event.
  *
- * <p>The console is only watched: how long it has been silent (the boot's stall watch) and how
- * large it is. It is never parsed. When it grows past its cap ({@code maxConsoleBytes}, above what
- * the init lets through) the guest is not following the contract: {@code onConsoleOverflow} runs
- * once, and the sandbox's owner stops the VM.
+ * <p>The console is only watched: how long it has been silent (the boot's stall watch). It is
+ * never parsed.
  *
- * <p>Both files are polled every 50 ms; closing stops the poller.
+ * <p>Both files have a cap on their size, checked the same way for both on every poll, for the
+ * whole life of the sandbox (not only its boot, and whether or not anyone reads them): the
+ * console's ({@code maxConsoleBytes}, above what the init lets through) and the events file's
+ * ({@link #MAX_EVENT_BYTES}, far above the contract's events). QEMU writes both (a file chardev),
+ * so the host cannot refuse a byte; it can only notice the growth and stop the VM. A file past its
+ * cap means a guest that does not follow the contract — its init or kernel is not the one qvm
+ * built — so {@code onOverflow} runs once, for whichever file passes first, and the sandbox's owner
+ * stops the VM; {@link #overflow()} says which cap it was.
+ *
+ * <p>Both files are polled every {@link #POLL_MILLIS} ms; closing stops the poller. The cap is a
+ * bound on the disk a guest takes, not an exact size: between two polls the guest goes on writing
+ * at the speed of its serial or virtio-serial port (about 100 MB/s), so a file can end up to about
+ * 5 MB past its cap (100 MB/s × 50 ms), plus what the guest writes while one poll runs and while
+ * QEMU dies of SIGKILL (milliseconds). The overshoot grows with any delay of the poller (a host
+ * so busy that it ran a second late: about 100 MB).
  */
 public final class GuestWatcher implements AutoCloseable {
 
-    /** The most the events file is read: the contract's events take well under 1 KiB. */
+    /**
+     * The events file's cap, and the most of it that is read: the contract's events take well
+     * under 1 KiB, so a file past this was written by a guest that does not follow the contract.
+     */
     public static final int MAX_EVENT_BYTES = 64 * 1024;
+    /** How often both files are looked at (see the class comment for the overshoot this allows). */
+    public static final long POLL_MILLIS = 50;
     /** The init's error text is kept up to this many characters. */
     public static final int MAX_ERROR_CHARS = 512;
 
     private final Path events;
-    private final Path console;
-    private final long maxConsoleBytes;
-    private final Runnable onConsoleOverflow;
+    private final CappedFile eventsCap;
+    private final CappedFile consoleCap;
+    private final Runnable onOverflow;
     private final long startNanos;
     private final Consumer<String> progress;
     private final ScheduledExecutorService poller;
@@ -57,28 +74,27 @@ public final class GuestWatcher implements AutoCloseable {
     private final StringBuilder line = new StringBuilder();
     private boolean lineTooLong;
     private long eventsOffset;
-    private long consoleSize = -1;
-    private volatile long lastGrowthNanos = System.nanoTime();
     private volatile String error;
     private volatile Integer workerExitStatus;
-    private volatile boolean consoleOverflowed;
+    private volatile String overflow;
     private volatile int violations;
 
     /**
      * @param events the events file ({@code -chardev file} of the {@code qvm.events} port)
      * @param console the console file
-     * @param maxConsoleBytes the console's cap, in bytes
-     * @param onConsoleOverflow runs once (on the poller) when the console passes its cap
+     * @param maxConsoleBytes the console's cap, in bytes (the events file's is {@link #MAX_EVENT_BYTES})
+     * @param onOverflow runs once (on the poller, or on a thread calling {@link #poll()}) when either
+     *     file passes its cap: it stops the VM
      * @param startNanos {@link System#nanoTime()} when QEMU started, for host-side arrival times
-     * @param progress receives one line per event (may be a no-op); at most one per phase and one
-     *     error, so a log it writes is bounded too
+     * @param progress receives one line per event (may be a no-op); at most one per phase, one
+     *     error and one overflow, so a log it writes is bounded too
      */
-    public GuestWatcher(Path events, Path console, long maxConsoleBytes, Runnable onConsoleOverflow, long startNanos,
+    public GuestWatcher(Path events, Path console, long maxConsoleBytes, Runnable onOverflow, long startNanos,
             Consumer<String> progress) {
         this.events = events;
-        this.console = console;
-        this.maxConsoleBytes = maxConsoleBytes;
-        this.onConsoleOverflow = onConsoleOverflow;
+        this.eventsCap = new CappedFile("the init's events file", events, MAX_EVENT_BYTES);
+        this.consoleCap = new CappedFile("the guest console", console, maxConsoleBytes);
+        this.onOverflow = onOverflow;
         this.startNanos = startNanos;
         this.progress = progress;
         this.poller = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -86,7 +102,7 @@ public final class GuestWatcher implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        poller.scheduleWithFixedDelay(this::pollQuietly, 0, 50, TimeUnit.MILLISECONDS);
+        poller.scheduleWithFixedDelay(this::pollQuietly, 0, POLL_MILLIS, TimeUnit.MILLISECONDS);
     }
 
     /** Guest phases in order, each with the guest uptime the init reported, by phase id. */
@@ -110,7 +126,7 @@ public final class GuestWatcher implements AutoCloseable {
 
     /** How long the console has not grown (since this watcher started, if it never did). */
     public Duration silentFor() {
-        return Duration.ofNanos(System.nanoTime() - lastGrowthNanos);
+        return Duration.ofNanos(System.nanoTime() - consoleCap.lastGrowthNanos);
     }
 
     /** The init's error (sanitised, capped), once it reported one. */
@@ -123,14 +139,12 @@ public final class GuestWatcher implements AutoCloseable {
         return Optional.ofNullable(workerExitStatus);
     }
 
-    /** Whether the console passed its cap. */
-    public boolean consoleOverflowed() {
-        return consoleOverflowed;
-    }
-
-    /** The console's cap in bytes. */
-    public long maxConsoleBytes() {
-        return maxConsoleBytes;
+    /**
+     * Which file passed its cap, once one did (then the VM was stopped), in words: "the init's
+     * events file passed its cap of 65536 bytes".
+     */
+    public Optional<String> overflow() {
+        return Optional.ofNullable(overflow);
     }
 
     /** Lines of the events file that were not a next event of the contract (dropped). */
@@ -138,9 +152,10 @@ public final class GuestWatcher implements AutoCloseable {
         return violations;
     }
 
-    /** Reads whatever was appended since the last poll (also called by the poller). */
+    /** Checks both caps and reads whatever was appended since the last poll (also called by the poller). */
     public synchronized void poll() {
-        pollConsole();
+        consoleCap.check();
+        eventsCap.check();
         pollEvents();
     }
 
@@ -153,20 +168,40 @@ public final class GuestWatcher implements AutoCloseable {
         }
     }
 
-    private void pollConsole() {
-        try {
-            long size = Files.size(console);
-            if (size != consoleSize) {
-                consoleSize = size;
+    /**
+     * A file QEMU writes for the guest, and its cap: its size is looked at on every poll (not what
+     * was read of it), so a guest writing while nobody reads is seen as soon as one that is read.
+     */
+    private final class CappedFile {
+        private final String what;
+        private final Path file;
+        private final long maxBytes;
+        private long size = -1;
+        private volatile long lastGrowthNanos = System.nanoTime();
+
+        CappedFile(String what, Path file, long maxBytes) {
+            this.what = what;
+            this.file = file;
+            this.maxBytes = maxBytes;
+        }
+
+        /** Called under the watcher's lock. */
+        void check() {
+            long now;
+            try {
+                now = Files.size(file);
+            } catch (IOException e) {
+                return; // not there yet, or gone: the next poll looks again
+            }
+            if (now != size) {
+                size = now;
                 lastGrowthNanos = System.nanoTime();
             }
-            if (size > maxConsoleBytes && !consoleOverflowed) {
-                consoleOverflowed = true;
-                progress.accept("guest console passed its cap of " + maxConsoleBytes + " bytes: stopping the VM");
-                onConsoleOverflow.run();
+            if (now > maxBytes && overflow == null) {
+                overflow = what + " passed its cap of " + maxBytes + " bytes";
+                progress.accept(overflow + ": stopping the VM");
+                onOverflow.run();
             }
-        } catch (IOException e) {
-            // Not there yet, or gone: the next poll looks again.
         }
     }
 

@@ -182,6 +182,10 @@ public final class QemuSandbox implements Sandbox {
                         + " bytes is above the limit of " + limits.maxRequestBytes() + " bytes; nothing was sent"
                         + " (limits come from SandboxConfig.maxRequestBytes)");
             }
+            console.poll();
+            if (console.overflow().isPresent()) {
+                throw overflowed(what, null); // stopped while idle: nothing is sent to what is left of it
+            }
             requestConsoleMark = qemu.consoleBytes(); // this request's evidence starts here
             refuseStrays(what, null); // what came after the last answer: never hand the next document to that worker
             CompletableFuture<Frame> reply = transport.request(request);
@@ -264,9 +268,8 @@ public final class QemuSandbox implements Sandbox {
         String worker = console.workerExitStatus().map(s -> "; the worker exited with status " + s
                 + (s == 3 ? " (out of memory: raise SandboxConfig.memoryMib or lower the document's size)" : ""))
                 .orElse("");
-        if (console.consoleOverflowed()) {
-            worker += "; the guest console passed its cap of " + console.maxConsoleBytes()
-                    + " bytes, so the VM was stopped";
+        if (console.overflow().isPresent()) {
+            return overflowed(what, cause);
         }
         worker += JvmCrashReport.clause(state.consoleLog());
         String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
@@ -290,7 +293,30 @@ public final class QemuSandbox implements Sandbox {
                 + " may have compromised it", cause, consoleTail, stderrTail, console.workerExitStatus().orElse(null));
     }
 
+    /**
+     * The guest wrote past the cap of its console or its events file, and the watcher killed QEMU
+     * (whether a request was in flight or not): stops what is left of the sandbox and says so, as
+     * a {@link SandboxLostException.Reason#PROTOCOL_VIOLATION} — only a guest whose init or kernel
+     * is no longer the image's writes that much, so the document is not to be retried.
+     */
+    private SandboxLostException overflowed(String what, Throwable cause) {
+        qemu.onExit().completeOnTimeout(null, 5, TimeUnit.SECONDS).join();
+        String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
+        String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
+        stop(false);
+        return new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id + " was lost"
+                + " before the " + what + " request could be answered: " + console.overflow().orElseThrow() + ", so"
+                + " the host stopped the VM. A guest that writes this much does not follow the contract (its init or"
+                + " kernel was most likely taken over, by this document or an earlier one in the same sandbox): do"
+                + " not retry the document; start a fresh sandbox for the next one", cause, consoleTail, stderrTail,
+                console.workerExitStatus().orElse(null));
+    }
+
     private void ensureOpen() {
+        if (closed.get() && console.overflow().isPresent()) {
+            throw new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id
+                    + " is closed: " + console.overflow().get() + ", so the host stopped the VM; start a new one");
+        }
         if (closed.get()) {
             throw new SandboxLostException(SandboxLostException.Reason.CRASHED, "sandbox " + id + " is closed" + qemu.exitInfo()
                     .map(x -> " (QEMU " + x.describe() + ")").orElse("") + "; start a new one");

@@ -65,24 +65,55 @@ class CgroupTreeTest {
         Path mount = fakeMount(tmp.resolve("cg"), "cpuset cpu io memory hugetlb pids rdma misc");
         CgroupTree tree = CgroupTree.at(mount);
         assertTrue(tree.availability().usable(), tree.availability().detail());
+        assertTrue(tree.availability().detail().contains("cpu.max = vCPUs + 50% of a CPU"), tree.availability().detail());
         tree.prepare();
-        assertEquals("+memory +pids", Files.readString(mount.resolve("cgroup.subtree_control")));
-        assertEquals("+memory +pids", Files.readString(tree.subtree().resolve("cgroup.subtree_control")));
+        assertEquals("+memory +pids +cpu", Files.readString(mount.resolve("cgroup.subtree_control")));
+        assertEquals("+memory +pids +cpu", Files.readString(tree.subtree().resolve("cgroup.subtree_control")));
 
         SandboxConfig config = SandboxConfig.builder().memoryMib(1024).vcpus(2).build();
         long max = CgroupTree.memoryMaxBytes(config, true, 128);
         assertEquals((1024L + 256 + 128) << 20, max);
         assertEquals((1024L + 256) << 20, CgroupTree.memoryMaxBytes(config, false, 128));
         assertEquals(98, CgroupTree.tasksMax(config));
-        CgroupTree.Cgroup g = tree.create("sb1", max, CgroupTree.tasksMax(config));
+        CgroupTree.Cgroup g = tree.create("sb1", max, CgroupTree.tasksMax(config),
+                Optional.of(CgroupTree.cpuMax(config)));
         g.add(4242);
         assertEquals(Optional.of(Long.toString(max)), g.limit("memory.max"));
         assertEquals(Optional.of("98"), g.limit("pids.max"));
+        assertEquals(Optional.of("250000 100000"), g.limit("cpu.max"), "two vCPUs and half a CPU for QEMU, per 100 ms");
         assertEquals(Optional.of("0"), g.limit("memory.swap.max"));
         assertEquals(List.of(4242L), g.processes());
         g.close();
         assertFalse(Files.exists(g.dir()));
         g.close(); // idempotent
+    }
+
+    @Test
+    void cpuMaxIsOneCpuPerVcpuAndHalfACpuForQemusOwnThreads() {
+        assertEquals("150000 100000", CgroupTree.cpuMax(SandboxConfig.builder().vcpus(1).build()).value());
+        assertEquals("450000 100000", CgroupTree.cpuMax(SandboxConfig.builder().vcpus(4).build()).value());
+        assertThrows(IllegalArgumentException.class, () -> new CgroupTree.CpuMax(500, 100_000));
+        assertThrows(IllegalArgumentException.class, () -> new CgroupTree.CpuMax(100_000, 2_000_000));
+    }
+
+    /** Where cgroup v2 has no cpu controller, QEMU still gets the other limits, and the verdict says what it lacks. */
+    @Test
+    void aTreeWithoutTheCpuControllerGetsTheOtherLimitsAndSaysSo() throws Exception {
+        Path mount = fakeMount(tmp.resolve("cg"), "io memory pids");
+        CgroupTree tree = CgroupTree.at(mount);
+        CgroupTree.Availability a = tree.availability();
+        assertTrue(a.usable(), a.detail());
+        assertTrue(a.detail().contains("no cpu.max: cgroup v2 at " + mount + " offers no cpu controller"), a.detail());
+        tree.prepare();
+        assertEquals("+memory +pids", Files.readString(mount.resolve("cgroup.subtree_control")));
+        assertEquals("+memory +pids", Files.readString(tree.subtree().resolve("cgroup.subtree_control")));
+        SandboxConfig config = SandboxConfig.builder().vcpus(2).build();
+        CgroupTree.Cgroup g = tree.create("sb2", 1L << 30, CgroupTree.tasksMax(config),
+                Optional.of(CgroupTree.cpuMax(config)));
+        assertEquals(Optional.of("98"), g.limit("pids.max"));
+        assertFalse(Files.exists(g.dir().resolve("cpu.max")), "no controller, no cpu.max");
+        g.close();
+        assertFalse(Files.exists(g.dir()));
     }
 
     @Test

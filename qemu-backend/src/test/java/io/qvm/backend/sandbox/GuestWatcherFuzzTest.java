@@ -35,10 +35,10 @@ import org.junit.jupiter.api.Tag;
  * phase, in the contract's order, each one a line that parses as that phase; a worker status only
  * with worker-exit, in 0..255; an error only from an error line, at most
  * {@value GuestWatcher#MAX_ERROR_CHARS} characters and an ellipsis, with no control characters;
- * at most one progress line per phase, one for the error and one for the console. The chunking
- * changes nothing, the console never makes an event, and its overflow fires once exactly when it
- * passes its cap. The fuzzer's input is sometimes repeated up to 24 times, so the events file's
- * 64 KiB cap is reached too.
+ * at most one progress line per phase, one for the error and one for an overflow. The chunking
+ * changes nothing, the console never makes an event, and the overflow fires once exactly when
+ * either file passes its cap (the console's, or the events file's 64 KiB). The fuzzer's input is sometimes repeated up to 24 times, so the events file's
+ * cap is reached too.
  *
  * <p>Kept inputs: the init's events of a boot, and hostile variants, in
  * {@code GuestWatcherFuzzTestInputs/} (their last bytes are the fuzzer's choices of repetition,
@@ -69,15 +69,18 @@ class GuestWatcherFuzzTest {
             State chunked = watch(dir, bytes, chunks(bytes, cuts, cutSeed), true, consoleCap);
             assertEquals(whole.withoutConsole(), chunked.withoutConsole(),
                     "chunks and a forged console change nothing");
-            long consoleBytes = bytes.length;
-            assertEquals(consoleBytes > consoleCap ? 1 : 0, chunked.overflows, "the console's overflow fires once");
-            assertEquals(consoleBytes > consoleCap, chunked.overflowed);
+            long fileBytes = bytes.length; // each file holds all of them
+            boolean past = fileBytes > consoleCap || fileBytes > GuestWatcher.MAX_EVENT_BYTES;
+            assertEquals(past ? 1 : 0, chunked.overflows, "one overflow, for either cap, exactly once past it");
+            assertEquals(past, chunked.overflowed);
+            assertEquals(fileBytes > GuestWatcher.MAX_EVENT_BYTES ? 1 : 0, whole.overflows,
+                    "the events file alone: its own cap");
         } finally {
             deleteTree(dir);
         }
     }
 
-    /** What a watcher kept, and how often the console's overflow ran. */
+    /** What a watcher kept, and how often its overflow ran. */
     private record State(List<String> phases, Map<String, Duration> guestPhases, Optional<String> error,
             Optional<Integer> status, int violations, int progressLines, int overflows, boolean overflowed) {
 
@@ -113,7 +116,7 @@ class GuestWatcherFuzzTest {
             w.close();
         }
         State s = new State(List.copyOf(w.guestPhases().keySet()), w.guestPhases(), w.error(), w.workerExitStatus(),
-                w.violations(), progress.size(), overflows.get(), w.consoleOverflowed());
+                w.violations(), progress.size(), overflows.get(), w.overflow().isPresent());
         assertWithinTheContract(s, w, events);
         return s;
     }

@@ -181,13 +181,43 @@ class GuestWatcherTest {
                 progress::add)) {
             append(console(), "k".repeat(9_000));
             await().atMost(PATIENCE).until(() -> w.silentFor().compareTo(Duration.ofMillis(200)) > 0);
-            assertFalse(w.consoleOverflowed());
+            assertTrue(w.overflow().isEmpty());
             append(console(), "k".repeat(2_000));
-            await().atMost(PATIENCE).until(w::consoleOverflowed);
+            await().atMost(PATIENCE).until(() -> w.overflow().isPresent());
             append(console(), "k".repeat(2_000));
+            append(events(), "e".repeat(GuestWatcher.MAX_EVENT_BYTES + 1));
+            w.poll();
+            assertEquals(1, stops.get(), "once, for whichever cap was passed first");
+            assertEquals("the guest console passed its cap of 10000 bytes", w.overflow().orElseThrow());
+            assertEquals(1, progress.size(), progress.toString());
+        }
+    }
+
+    /**
+     * The events file's cap works like the console's, on the file's size and not on what was read
+     * of it: past it the VM is stopped, by the poller alone (no one else polls here), however
+     * long after the watcher started — an idle sandbox's guest is watched as a booting one is.
+     */
+    @Test
+    void anEventsFilePastItsCapStopsTheVmOnceWhoeverIsReading() throws Exception {
+        AtomicInteger stops = new AtomicInteger();
+        List<String> progress = new CopyOnWriteArrayList<>();
+        try (GuestWatcher w = new GuestWatcher(events(), console(), InitEvents.CONSOLE_MAX_BYTES,
+                stops::incrementAndGet, System.nanoTime(), progress::add)) {
+            append(events(), "qvm: phase=init uptime=1.00\n");
+            await().atMost(PATIENCE).until(() -> w.reached(Phase.INIT));
+            // exactly at the cap: all of it read, and no overflow yet
+            append(events(), "e".repeat(GuestWatcher.MAX_EVENT_BYTES - (int) Files.size(events())));
+            await().atMost(PATIENCE).until(() -> w.violations() > 0);
+            assertEquals(0, stops.get());
+            append(events(), "e".repeat(1_000)); // never read: only the size says it is there
+            await().atMost(PATIENCE).until(() -> stops.get() > 0);
+            append(events(), "e".repeat(1_000));
             w.poll();
             assertEquals(1, stops.get());
-            assertEquals(1, progress.size(), progress.toString());
+            assertEquals("the init's events file passed its cap of " + GuestWatcher.MAX_EVENT_BYTES + " bytes",
+                    w.overflow().orElseThrow());
+            assertTrue(progress.contains(w.overflow().get() + ": stopping the VM"), progress::toString);
         }
     }
 
