@@ -58,8 +58,13 @@ final class ReleaseCommand implements Callable<Integer> {
     List<Arch> archs;
 
     @Option(names = "--skip-reproduce", description = "Build each image once (no second build to compare): for a "
-            + "quick try only; the report says reproducibility was NOT checked.")
+            + "quick try only, with --no-install (a release that is not proven reproducible is never installed); the "
+            + "report says reproducibility was NOT checked.")
     boolean skipReproduce;
+
+    @Option(names = "--no-install", description = "Publish to OUT/VERSION only; install nothing into the Maven "
+            + "repository (required with --skip-reproduce).")
+    boolean noInstall;
 
     @Option(names = "--worker-jar", paramLabel = "JAR", description = "The worker jar the images take (default: the "
             + "checkout's renderer-worker/target/renderer-worker.jar).")
@@ -87,15 +92,22 @@ final class ReleaseCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new CliException(ExitCode.USAGE, "USAGE", e.getMessage(), "qvm release --help", e);
         }
-        b.outDir(outDir).mavenRepository(mavenRepo).reproduce(!skipReproduce).lock(lock).workerJar(jar)
+        b.outDir(outDir).mavenRepository(mavenRepo).reproduce(!skipReproduce).install(!noInstall).lock(lock)
+                .workerJar(jar)
                 .images(ctx.releaseTools().images(lock, jar)).gate(ctx.releaseTools().gate(ctx))
                 .progress(progress::line).host(host);
         if (archs != null && !archs.isEmpty()) {
             b.archs(archs);
         }
+        Release release;
+        try {
+            release = b.build();
+        } catch (IllegalStateException e) {
+            throw new CliException(ExitCode.USAGE, "USAGE", e.getMessage(), "qvm release --help", e);
+        }
         Release.Result r;
         try {
-            r = b.build().run();
+            r = release.run();
         } finally {
             progress.done();
         }
@@ -106,8 +118,8 @@ final class ReleaseCommand implements Callable<Integer> {
             o.print(ReleaseReport.markdown(r, host));
         }
         o.flush();
-        r.failure().ifPresent(f -> spec.commandLine().getErr().println("qvm: release failed at " + f.name()
-                + "; nothing was published"));
+        r.failure().ifPresent(f -> spec.commandLine().getErr().println("qvm: release failed at " + f.name() + ": "
+                + f.evidence() + "\nqvm: nothing was published or installed"));
         return r.ok() ? ExitCode.OK.code() : ExitCode.RELEASE_FAILED.code();
     }
 }

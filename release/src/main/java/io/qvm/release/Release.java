@@ -74,6 +74,13 @@ import java.util.stream.Stream;
  */
 public final class Release {
 
+    /** Why a release without the reproduce step may not install, and what to do. */
+    public static final String SKIP_REPRODUCE_INSTALLS = "a release that skips the reproduce step builds each image "
+            + "once and proves nothing about what its pinned inputs make (a tampered input builds the same bad image "
+            + "on every try, but only a second build from freshly extracted packages shows a cache that changed): it "
+            + "must not install into a Maven repository, where the backend would boot it. Drop --skip-reproduce "
+            + "(reproduce(true)), or add --no-install (install(false)) for a quick try that only publishes to OUT";
+
     /** The architectures a release builds, in order. */
     public static final List<Arch> ARCHS = List.of(Arch.X86_64, Arch.AARCH64);
 
@@ -131,6 +138,7 @@ public final class Release {
     private final List<Arch> archs;
     private final Path mavenRepo;
     private final boolean reproduce;
+    private final boolean install;
     private final PackageLock lock;
     private final Path workerJar;
     private final ImageFactory images;
@@ -145,6 +153,7 @@ public final class Release {
         this.archs = b.archs;
         this.mavenRepo = MavenInstaller.localRepository(b.mavenRepo);
         this.reproduce = b.reproduce;
+        this.install = b.install;
         this.lock = b.lock != null ? b.lock : PackageLock.bundled();
         this.workerJar = b.workerJar;
         this.images = b.images != null ? b.images : new BuilderImages(lock, workerJar);
@@ -214,7 +223,9 @@ public final class Release {
                 gate(staged);
                 step("verify-staged", () -> verifyStaged(staged));
                 step("publish", () -> publish(staged));
-                step("maven-install", this::mavenInstall);
+                if (install) {
+                    step("maven-install", this::mavenInstall);
+                }
                 step("report", this::report);
             } catch (Throwable t) {
                 rollBack();
@@ -245,11 +256,8 @@ public final class Release {
             try {
                 evidence = body.get();
                 ok = true;
-            } catch (ReleaseException e) {
-                evidence = e.getMessage();
-                ok = false;
             } catch (RuntimeException e) {
-                evidence = e.getClass().getSimpleName() + ": " + e.getMessage();
+                evidence = whatFailed(e);
                 ok = false;
             }
             long ms = (System.nanoTime() - s) / 1_000_000;
@@ -287,7 +295,7 @@ public final class Release {
                 throw new ReleaseException(target + " exists already: a release directory is never overwritten; "
                         + "remove it or release another --version");
             }
-            String replaces = checkRepository();
+            String replaces = install ? checkRepository() : "; not installed into a Maven repository (install off)";
             try {
                 Files.createDirectories(outDir);
                 staging = Files.createTempDirectory(outDir, ".staging-");
@@ -314,9 +322,24 @@ public final class Release {
             return "; replaces the installed " + version + " in " + mavenRepo + " (put back if the release fails)";
         }
 
+        /**
+         * The first build, from a fresh package cache seeded with nothing but the verified .debs of
+         * the user's: every package is extracted again, so a tree in the user's cache that changed
+         * since it was extracted (the ordinary {@code qvm image build} reuses those trees) never
+         * reaches a release, with or without the reproduce step. The SBOM reads its copyright files
+         * from these trees too.
+         */
         String build(Arch a) {
-            Path dir = images.build(a, staging.resolve("build-1"), cache, line -> progress.accept("  " + line));
-            return describeImage(dir);
+            Path fresh = firstCache(a);
+            images.seed(a, cache, fresh, line -> progress.accept("  " + line));
+            Path dir = images.build(a, staging.resolve("build-1"), fresh, line -> progress.accept("  " + line));
+            return describeImage(dir) + " (from a fresh package cache: every package extracted again from its "
+                    + "verified .deb)";
+        }
+
+        /** The package cache of {@code a}'s first build, inside the staging directory. */
+        Path firstCache(Arch a) {
+            return staging.resolve("cache-1-" + a.id());
         }
 
         String reproduce(Arch a) {
@@ -344,7 +367,7 @@ public final class Release {
             List<PackageLock.Entry> entries = lock.entries(a);
             Map<PackageLock.Entry, Path> roots = new LinkedHashMap<>();
             for (PackageLock.Entry e : entries) {
-                roots.put(e, images.extracted(a, e, cache));
+                roots.put(e, images.extracted(a, e, firstCache(a)));
             }
             Map<String, List<String>> licenses = new LinkedHashMap<>();
             for (Map.Entry<PackageLock.Entry, Path> r : roots.entrySet()) {
@@ -517,7 +540,7 @@ public final class Release {
         String report() {
             Result sofar = new Result(version, started, (System.nanoTime() - t0) / 1_000_000, true, steps,
                     Optional.ofNullable(gateResult), List.copyOf(summaries.values()), reproduce, outDir,
-                    Optional.of(published), mavenRepo, installed.files());
+                    Optional.of(published), mavenRepo, installed != null ? installed.files() : List.of());
             try {
                 ReleaseReport.write(sofar, host, published);
                 Checksums.add(published, List.of(ReleaseReport.JSON_FILE, ReleaseReport.MD_FILE));
@@ -577,6 +600,29 @@ public final class Release {
         }
     }
 
+    /**
+     * What a failed step says: the exception's message (its type too, unless it is a
+     * {@link ReleaseException}, whose message is the evidence), then each cause that adds
+     * something ("caused by ..."), so that no failure is recorded as a bare step name or "null".
+     */
+    static String whatFailed(Throwable e) {
+        StringBuilder sb = new StringBuilder();
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable t = e; t != null && seen.add(t); t = t.getCause()) {
+            String m = t.getMessage();
+            String own = t instanceof ReleaseException && m != null && !m.isBlank() ? m
+                    : t.getClass().getName() + (m == null || m.isBlank() ? "" : ": " + m);
+            if (t != e) {
+                if (m != null && sb.indexOf(m) >= 0) {
+                    continue;
+                }
+                sb.append("; caused by ");
+            }
+            sb.append(own);
+        }
+        return sb.toString();
+    }
+
     private static String firstLine(String s) {
         int nl = s.indexOf('\n');
         return nl < 0 ? s : s.substring(0, nl) + " …";
@@ -589,6 +635,7 @@ public final class Release {
         private List<Arch> archs = ARCHS;
         private Path mavenRepo;
         private boolean reproduce = true;
+        private boolean install = true;
         private PackageLock lock;
         private Path workerJar = ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
         private ImageFactory images;
@@ -633,9 +680,22 @@ public final class Release {
             return this;
         }
 
-        /** Whether each image is built twice and compared (default true; false only for a quick try). */
+        /**
+         * Whether each image is built twice and compared (default true; false only for a quick try,
+         * which must not install: {@link #install(boolean) install(false)}).
+         */
         public Builder reproduce(boolean v) {
             this.reproduce = v;
+            return this;
+        }
+
+        /**
+         * Whether the published release is installed into the Maven repository (default true). A
+         * release that skips the reproduce step must say {@code install(false)}: what the backend
+         * finds in a Maven repository is only ever an image proven reproducible.
+         */
+        public Builder install(boolean v) {
+            this.install = v;
             return this;
         }
 
@@ -678,7 +738,14 @@ public final class Release {
             return this;
         }
 
+        /**
+         * @throws IllegalStateException the release would install (or sign) images that were built
+         *     only once: a release that skips the reproduce step installs nothing
+         */
         public Release build() {
+            if (!reproduce && install) {
+                throw new IllegalStateException(SKIP_REPRODUCE_INSTALLS);
+            }
             return new Release(this);
         }
     }

@@ -73,8 +73,9 @@ class ReleaseTest {
                 "gate:aarch64:render", "gate", "verify-staged", "publish", "maven-install", "report"),
                 r.steps().stream().map(ReleaseStep::name).toList());
         assertEquals(4, images.builds(), "each architecture built twice");
-        assertEquals(tmp.resolve("cache"), images.caches().get(0), "the first build uses the user's cache");
-        assertFalse(images.caches().get(1).equals(tmp.resolve("cache")), "the second a fresh one");
+        assertFalse(images.caches().contains(tmp.resolve("cache")), "every build from a fresh cache: "
+                + images.caches());
+        assertEquals(4, images.caches().stream().distinct().count(), "each its own: " + images.caches());
 
         Path rel = out().resolve(V);
         assertEquals(rel, r.published().orElseThrow());
@@ -251,12 +252,61 @@ class ReleaseTest {
     @Test
     void skippingReproducibilityBuildsOnceAndTheReportSaysSo() throws Exception {
         SyntheticImages images = new SyntheticImages(LOCK).varying(Arch.X86_64);
-        Release.Result r = release(images, ScriptedGate.passing()).reproduce(false).archs(List.of(Arch.X86_64))
-                .build().run();
+        Release.Result r = release(images, ScriptedGate.passing()).reproduce(false).install(false)
+                .archs(List.of(Arch.X86_64)).build().run();
         assertTrue(r.ok(), () -> r.failure().toString());
         assertEquals(1, images.builds());
         assertFalse(r.reproduced());
-        assertTrue(Files.readString(out().resolve(V).resolve("release.md")).contains("NOT checked"));
+        String md = Files.readString(out().resolve(V).resolve("release.md"));
+        assertTrue(md.contains("NOT checked") && md.contains("NOT installed"), md);
+        assertFalse(r.steps().stream().anyMatch(s -> s.name().equals("maven-install")));
+        assertFalse(Files.exists(repo()), "nothing installed");
+    }
+
+    /** Installing an image that was built once would put an unproven image where the backend finds it. */
+    @Test
+    void aReleaseThatSkipsTheReproduceStepIsRefusedIfItWouldInstall() throws Exception {
+        SyntheticImages images = new SyntheticImages(LOCK);
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> release(images, ScriptedGate.passing()).reproduce(false).build());
+        assertTrue(e.getMessage().contains("skips the reproduce step") && e.getMessage().contains("--no-install"),
+                e.getMessage());
+        assertEquals(0, images.builds());
+    }
+
+    /**
+     * A package tree in the user's cache that changed after it was extracted (here: its copyright
+     * file names another licence) does not reach a release: the release's builds and its SBOM use
+     * trees extracted again from the verified .debs, also without the reproduce step.
+     */
+    @Test
+    void aChangedTreeInTheUsersCacheNeverReachesARelease() throws Exception {
+        PackageLock.Entry fonts = LOCK.one(Arch.X86_64, PackageLock.Role.FONTS);
+        Path doc = tmp.resolve("cache/extracted").resolve(fonts.sha256()).resolve("usr/share/doc").resolve(fonts.name());
+        Files.createDirectories(doc);
+        Files.writeString(doc.resolve("copyright"), SyntheticImages.copyright(fonts.name())
+                .replace(fonts.name() + "-licence", "TAMPERED-licence"));
+        SyntheticImages images = new SyntheticImages(LOCK);
+        Release.Result r = release(images, ScriptedGate.passing()).reproduce(false).install(false)
+                .archs(List.of(Arch.X86_64)).build().run();
+
+        assertTrue(r.ok(), () -> r.failure().toString());
+        assertFalse(images.caches().contains(tmp.resolve("cache")), images.caches().toString());
+        String sbom = Files.readString(out().resolve(V).resolve("x86_64").resolve("sbom.cdx.json"));
+        assertFalse(sbom.contains("TAMPERED"), "the SBOM read the user's changed tree");
+        assertTrue(sbom.contains(fonts.name() + "-licence"), "the SBOM read the freshly extracted tree");
+    }
+
+    /** A step that throws says what failed, its causes included, never a bare type or "null". */
+    @Test
+    void aFailedStepSaysWhatFailedWithItsCauses() {
+        assertEquals("cannot read x: disk; caused by java.io.IOException: the disk is gone",
+                Release.whatFailed(new ReleaseException("cannot read x: disk",
+                        new java.io.IOException("the disk is gone"))));
+        assertEquals("java.lang.IllegalStateException; caused by java.io.IOException: why",
+                Release.whatFailed(new IllegalStateException((String) null, new java.io.IOException("why"))));
+        assertEquals("java.io.UncheckedIOException: java.io.IOException: gone",
+                Release.whatFailed(new java.io.UncheckedIOException(new java.io.IOException("gone"))));
     }
 
     @Test
