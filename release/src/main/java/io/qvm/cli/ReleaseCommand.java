@@ -5,6 +5,7 @@ import io.qvm.image.PackageLock;
 import io.qvm.protocol.image.Arch;
 import io.qvm.release.Release;
 import io.qvm.release.ReleaseReport;
+import io.qvm.release.ReleaseSigner;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.List;
@@ -66,6 +67,17 @@ final class ReleaseCommand implements Callable<Integer> {
             + "repository (required with --skip-reproduce).")
     boolean noInstall;
 
+    @Option(names = "--signing-key", paramLabel = "FILE", description = "Sign the release with this armoured OpenPGP "
+            + "secret key (gpg --armor --export-secret-keys KEYID): each image's SHA256SUMS and the release's get a "
+            + "detached signature, SHA256SUMS.asc, which a backend given the public key (QVM_IMAGE_KEY) requires. The "
+            + "passphrase comes from $" + ReleaseSigner.PASSPHRASE_ENV + " or --signing-passphrase-file, never from "
+            + "the command line.")
+    Path signingKey;
+
+    @Option(names = "--signing-passphrase-file", paramLabel = "FILE", description = "A file whose first line is the "
+            + "signing key's passphrase (default: $" + ReleaseSigner.PASSPHRASE_ENV + ", else none).")
+    Path passphraseFile;
+
     @Option(names = "--worker-jar", paramLabel = "JAR", description = "The worker jar the images take (default: the "
             + "checkout's renderer-worker/target/renderer-worker.jar).")
     Path workerJar;
@@ -98,6 +110,20 @@ final class ReleaseCommand implements Callable<Integer> {
                 .progress(progress::line).host(host);
         if (archs != null && !archs.isEmpty()) {
             b.archs(archs);
+        }
+        if (signingKey != null) {
+            char[] passphrase = passphraseFile != null ? ReleaseSigner.passphraseFile(passphraseFile)
+                    : ctx.env().getOrDefault(ReleaseSigner.PASSPHRASE_ENV, "").toCharArray();
+            try {
+                b.signer(ReleaseSigner.load(signingKey, passphrase));
+            } catch (IllegalArgumentException e) {
+                throw new CliException(ExitCode.USAGE, "USAGE", e.getMessage(), "qvm release --help", e);
+            } finally {
+                java.util.Arrays.fill(passphrase, '\0');
+            }
+        } else if (passphraseFile != null) {
+            throw new CliException(ExitCode.USAGE, "USAGE", "--signing-passphrase-file without --signing-key",
+                    "qvm release --help", null);
         }
         Release release;
         try {

@@ -1,6 +1,9 @@
 package io.qvm.release;
 
+import io.qvm.HostSetupException;
 import io.qvm.backend.QvmVersion;
+import io.qvm.backend.image.GuestImage;
+import io.qvm.backend.image.ImageSignature;
 import io.qvm.image.ImageInfo;
 import io.qvm.image.PackageLock;
 import io.qvm.image.PackageStore;
@@ -139,6 +142,7 @@ public final class Release {
     private final Path mavenRepo;
     private final boolean reproduce;
     private final boolean install;
+    private final ReleaseSigner signer;
     private final PackageLock lock;
     private final Path workerJar;
     private final ImageFactory images;
@@ -154,6 +158,7 @@ public final class Release {
         this.mavenRepo = MavenInstaller.localRepository(b.mavenRepo);
         this.reproduce = b.reproduce;
         this.install = b.install;
+        this.signer = b.signer;
         this.lock = b.lock != null ? b.lock : PackageLock.bundled();
         this.workerJar = b.workerJar;
         this.images = b.images != null ? b.images : new BuilderImages(lock, workerJar);
@@ -402,6 +407,7 @@ public final class Release {
                     for (Arch a : archs) {
                         Files.move(staging.resolve("build-1").resolve(a.id()), root.resolve(a.id()));
                     }
+                    String signed = signer != null ? signStaged(root) : "";
                     Map<String, String> sums = Checksums.write(root);
                     recorded = new TreeMap<>(sums);
                     recorded.put(Checksums.FILE, Sha256.of(root.resolve(Checksums.FILE)));
@@ -425,12 +431,33 @@ public final class Release {
                         sb.append("\n  ").append(a.id()).append(": ").append(sizes);
                     }
                     out[0] = new StagedImages(version, root, archs);
-                    return sb.toString();
+                    return sb + signed;
                 } catch (IOException e) {
                     throw new ReleaseException("cannot stage into " + root + ": " + e, e);
                 }
             });
             return out[0];
+        }
+
+        /**
+         * Signs each image's {@code SHA256SUMS} ({@code <arch>/SHA256SUMS.asc}, which the backend
+         * checks when it is given the public key) and checks each signature as the backend would.
+         */
+        String signStaged(Path root) throws IOException {
+            Path pub = signer.writePublicKey(staging.resolve("signing-key.pub.asc"));
+            ImageSignature check = ImageSignature.trusting(pub);
+            for (Arch a : archs) {
+                Path dir = root.resolve(a.id());
+                signer.signSums(dir);
+                try {
+                    check.check(GuestImage.verify(dir, a, "the staged image"));
+                } catch (HostSetupException e) {
+                    throw new ReleaseException("the signature of the staged " + a + " image does not verify: "
+                            + e.getMessage(), e);
+                }
+            }
+            return "\n  each image's " + Checksums.FILE + " signed by " + signer.fingerprint() + " ("
+                    + ImageSignature.FILE + ", verified as the backend verifies it)";
         }
 
         void gate(StagedImages staged) {
@@ -544,10 +571,15 @@ public final class Release {
             try {
                 ReleaseReport.write(sofar, host, published);
                 Checksums.add(published, List.of(ReleaseReport.JSON_FILE, ReleaseReport.MD_FILE));
+                if (signer != null) {
+                    signer.signSums(published);
+                }
             } catch (IOException e) {
                 throw new ReleaseException("cannot write the release report into " + published + ": " + e, e);
             }
-            return "wrote " + ReleaseReport.JSON_FILE + " and " + ReleaseReport.MD_FILE + " in " + published;
+            return "wrote " + ReleaseReport.JSON_FILE + " and " + ReleaseReport.MD_FILE + " in " + published
+                    + (signer != null ? "; signed " + Checksums.FILE + " (" + ImageSignature.FILE + ") with "
+                    + signer.fingerprint() : "");
         }
 
         /** After a failed step: nothing stays published, nothing stays installed. */
@@ -636,6 +668,7 @@ public final class Release {
         private Path mavenRepo;
         private boolean reproduce = true;
         private boolean install = true;
+        private ReleaseSigner signer;
         private PackageLock lock;
         private Path workerJar = ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
         private ImageFactory images;
@@ -699,6 +732,15 @@ public final class Release {
             return this;
         }
 
+        /**
+         * Signs the release (default: unsigned): each image's {@code SHA256SUMS} and the release's
+         * get a detached OpenPGP signature, {@code SHA256SUMS.asc} ({@link ReleaseSigner}).
+         */
+        public Builder signer(ReleaseSigner v) {
+            this.signer = Objects.requireNonNull(v);
+            return this;
+        }
+
         public Builder lock(PackageLock v) {
             this.lock = Objects.requireNonNull(v);
             return this;
@@ -745,6 +787,11 @@ public final class Release {
         public Release build() {
             if (!reproduce && install) {
                 throw new IllegalStateException(SKIP_REPRODUCE_INSTALLS);
+            }
+            if (!reproduce && signer != null) {
+                throw new IllegalStateException("a release that skips the reproduce step is never signed: a signature "
+                        + "says the images are what the pinned inputs make, which one build does not show. Drop "
+                        + "--skip-reproduce, or --signing-key for a quick try");
             }
             return new Release(this);
         }

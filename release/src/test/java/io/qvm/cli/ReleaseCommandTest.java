@@ -124,6 +124,31 @@ class ReleaseCommandTest {
         assertFalse(Files.exists(tmp.resolve("m2/io/qvm/qvm-image")), "nothing installed");
     }
 
+    static CliContext withPassphrase(CliContext ctx, String passphrase) {
+        java.util.Map<String, String> env = new java.util.HashMap<>(ctx.env());
+        env.put("QVM_SIGNING_PASSPHRASE", passphrase);
+        return ctx.withEnv(env);
+    }
+
+    /** --signing-key signs with the passphrase from the environment; a wrong one is a usage error before any build. */
+    @Test
+    void aSigningKeyWithItsPassphraseFromTheEnvironmentSignsTheRelease() throws Exception {
+        io.qvm.backend.image.TestKeys.Key key = io.qvm.backend.image.TestKeys.generate("r <r@qvm.test>", "pw");
+        Path secret = key.writeSecret(tmp.resolve("release.key.asc"));
+        SyntheticImages images = new SyntheticImages(PackageLock.bundled());
+        CliContext wrong = withPassphrase(context(ScriptedGate.passing(), images), "not it");
+        CliRun.Result refused = CliRun.run(wrong, args("--arch", "x86_64", "--signing-key", secret.toString()));
+        assertEquals(2, refused.exit(), refused.toString());
+        assertTrue(refused.err().contains("passphrase does not unlock"), refused.err());
+        assertEquals(0, images.builds());
+
+        CliContext right = withPassphrase(context(ScriptedGate.passing(), images), "pw");
+        CliRun.Result r = CliRun.run(right, args("--arch", "x86_64", "--signing-key", secret.toString()));
+        assertEquals(0, r.exit(), r.toString());
+        assertTrue(Files.isRegularFile(tmp.resolve("out/2.0.0/x86_64/SHA256SUMS.asc")));
+        assertTrue(Files.isRegularFile(tmp.resolve("out/2.0.0/SHA256SUMS.asc")));
+    }
+
     @Test
     void aVersionThatIsNoPathSegmentIsAUsageError() throws Exception {
         CliRun.Result r = CliRun.run(context(ScriptedGate.passing()), "release", "--version", "../up", "--out",

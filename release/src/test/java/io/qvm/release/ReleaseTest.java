@@ -9,6 +9,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.qvm.backend.QvmEnvironment;
 import io.qvm.backend.image.ImageResolver;
+import io.qvm.backend.image.ImageSignature;
+import io.qvm.backend.image.TestKeys;
 import io.qvm.backend.image.LocalMavenRepository;
 import io.qvm.image.PackageLock;
 import io.qvm.protocol.image.Arch;
@@ -295,6 +297,62 @@ class ReleaseTest {
         String sbom = Files.readString(out().resolve(V).resolve("x86_64").resolve("sbom.cdx.json"));
         assertFalse(sbom.contains("TAMPERED"), "the SBOM read the user's changed tree");
         assertTrue(sbom.contains(fonts.name() + "-licence"), "the SBOM read the freshly extracted tree");
+    }
+
+    /**
+     * A signed release: each image's SHA256SUMS and the release's carry a detached signature by the
+     * release key, and the image the backend then resolves from the Maven repository passes the
+     * backend's signature check with the public key (and fails it with another key's).
+     */
+    @Test
+    void aSignedReleaseCarriesSignaturesTheBackendAccepts() throws Exception {
+        TestKeys.Key key = TestKeys.generate("qvm release <release@qvm.test>", "s3cret");
+        Path secret = key.writeSecret(tmp.resolve("release.key.asc"));
+        Path pub = key.writePublic(tmp.resolve("release.pub.asc"));
+        ReleaseSigner signer = ReleaseSigner.load(secret, "s3cret".toCharArray());
+        Release.Result r = release(new SyntheticImages(LOCK), ScriptedGate.passing()).archs(List.of(Arch.X86_64))
+                .signer(signer).build().run();
+        assertTrue(r.ok(), () -> r.failure().toString());
+
+        Path rel = out().resolve(V);
+        assertTrue(Files.isRegularFile(rel.resolve("x86_64").resolve(ImageSignature.FILE)));
+        assertTrue(Files.isRegularFile(rel.resolve(ImageSignature.FILE)), "the release's SHA256SUMS is signed too");
+        ImageSignature backend = ImageSignature.trusting(pub);
+        ImageResolver.Resolved found = ImageResolver.builder()
+                .environment(QvmEnvironment.of(Map.of("QVM_CACHE", tmp.resolve("user-cache").toString()),
+                        tmp.resolve("home").toString(), "Linux"))
+                .mavenRepository(new LocalMavenRepository(repo(), "the test's")).version(V).build().resolve(Arch.X86_64);
+        assertTrue(Files.isRegularFile(found.dir().resolve(ImageSignature.FILE)), "the zip carries the signature");
+        backend.check(found.image());
+        Path otherKey = TestKeys.generate("other <o@qvm.test>", "x").writePublic(tmp.resolve("other.pub.asc"));
+        assertThrows(io.qvm.HostSetupException.class, () -> ImageSignature.trusting(otherKey).check(found.image()));
+        // the release's own SHA256SUMS: the same check over the top-level directory's sums
+        backend.check(new io.qvm.backend.image.GuestImage(Arch.X86_64, rel, found.image().manifest(), Map.of()));
+        assertTrue(r.steps().stream().anyMatch(s -> s.name().equals("stage") && s.evidence().contains(signer.fingerprint())),
+                r.steps().toString());
+    }
+
+    @Test
+    void aReleaseThatSkipsTheReproduceStepIsNeverSigned() throws Exception {
+        TestKeys.Key key = TestKeys.generate("qvm release <release@qvm.test>", "");
+        ReleaseSigner signer = ReleaseSigner.load(key.writeSecret(tmp.resolve("k.asc")), new char[0]);
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> release(new SyntheticImages(LOCK), ScriptedGate.passing()).reproduce(false).install(false)
+                        .signer(signer).build());
+        assertTrue(e.getMessage().contains("never signed"), e.getMessage());
+    }
+
+    @Test
+    void aWrongPassphraseOrNoKeyIsRefusedSayingWhy() throws Exception {
+        TestKeys.Key key = TestKeys.generate("qvm release <release@qvm.test>", "right");
+        Path secret = key.writeSecret(tmp.resolve("k.asc"));
+        IllegalArgumentException wrong = assertThrows(IllegalArgumentException.class,
+                () -> ReleaseSigner.load(secret, "wrong".toCharArray()));
+        assertTrue(wrong.getMessage().contains("passphrase does not unlock"), wrong.getMessage());
+        Path pubOnly = key.writePublic(tmp.resolve("pub.asc"));
+        IllegalArgumentException notSecret = assertThrows(IllegalArgumentException.class,
+                () -> ReleaseSigner.load(pubOnly, new char[0]));
+        assertTrue(notSecret.getMessage().contains("secret key"), notSecret.getMessage());
     }
 
     /** A step that throws says what failed, its causes included, never a bare type or "null". */
