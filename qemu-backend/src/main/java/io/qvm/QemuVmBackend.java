@@ -3,6 +3,7 @@ package io.qvm;
 import io.qvm.backend.QvmEnvironment;
 import io.qvm.backend.image.GuestImage;
 import io.qvm.backend.image.ImageResolver;
+import io.qvm.backend.image.ImageSignature;
 import io.qvm.backend.probe.AcceleratorChoice;
 import io.qvm.backend.probe.AcceleratorSelector;
 import io.qvm.protocol.image.Arch;
@@ -77,6 +78,8 @@ public final class QemuVmBackend implements SandboxBackend {
     private static final System.Logger LOG = System.getLogger(QemuVmBackend.class.getName());
 
     private final ImageResolver imageResolver;
+    /** The key images must be signed with, if one was configured. */
+    private final Optional<ImageSignature> imageKey;
     private final StateDirectory states;
     private final Path runtimeRoot;
     private final Consumer<String> progress;
@@ -109,6 +112,7 @@ public final class QemuVmBackend implements SandboxBackend {
                     + "resolver's builder instead");
         }
         this.imageResolver = b.imageResolver != null ? b.imageResolver : ImageResolver.system(b.imageRoot);
+        this.imageKey = ImageSignature.configured(b.imageKey, env);
         this.states = StateDirectory.at(b.stateRoot != null ? b.stateRoot : env.stateRoot());
         this.runtimeRoot = b.runtimeRoot != null ? b.runtimeRoot : env.runtimeRoot();
         this.progress = b.progress;
@@ -484,6 +488,7 @@ public final class QemuVmBackend implements SandboxBackend {
             return seen.resolved();
         }
         ImageResolver.Resolved r = imageResolver.resolve(guest);
+        imageKey.ifPresent(k -> k.check(r.image()));
         images.put(guest, new ImageSeen(r, stamps(r)));
         if (seen == null || !seen.resolved().describe().equals(r.describe())) {
             progress.accept("guest image: " + r.describe());
@@ -589,6 +594,7 @@ public final class QemuVmBackend implements SandboxBackend {
     public static final class Builder {
         private Path imageRoot;
         private ImageResolver imageResolver;
+        private Path imageKey;
         private Path stateRoot;
         private Path runtimeRoot;
         private Consumer<String> progress = line -> { };
@@ -681,6 +687,16 @@ public final class QemuVmBackend implements SandboxBackend {
          */
         public Builder imageResolver(ImageResolver resolver) {
             this.imageResolver = Objects.requireNonNull(resolver, "resolver");
+            return this;
+        }
+
+        /**
+         * Requires every guest image to carry a valid OpenPGP signature of its {@code SHA256SUMS}
+         * by the armoured public key in {@code publicKey} (default: {@code $QVM_IMAGE_KEY}, else
+         * none required): an image without one is refused ({@link ImageSignature}).
+         */
+        public Builder imageKey(Path publicKey) {
+            this.imageKey = Objects.requireNonNull(publicKey, "publicKey");
             return this;
         }
 

@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.image.ImageSignature;
+import io.qvm.backend.image.TestKeys;
 import io.qvm.backend.image.ImageResolver;
 import io.qvm.backend.image.LocalMavenRepository;
 import io.qvm.backend.image.TestImages;
@@ -117,6 +119,31 @@ class QemuVmBackendTest {
                 argv = host.lastArgv();
                 assertEquals(second.image().kernel().toString(), argv.get(argv.indexOf("-kernel") + 1));
                 assertEquals("kernel of next", Files.readString(second.image().kernel()));
+            }
+        }
+    }
+
+    /**
+     * With an image key configured, the backend refuses an unsigned image before any QEMU starts
+     * (IMAGE_INVALID, saying what to do), and boots it once the release's signature is beside its
+     * SHA256SUMS.
+     */
+    @Test
+    @Tag("security")
+    void aConfiguredImageKeyRefusesAnUnsignedImageAndBootsASignedOne() throws Exception {
+        TestKeys.Key key = TestKeys.generate("qvm release <release@qvm.test>", "pass");
+        Path pub = key.writePublic(tmp.resolve("release-key.asc"));
+        try (QemuVmBackend backend = host.backend().templates(false).imageKey(pub).build()) {
+            HostSetupException e = assertThrows(HostSetupException.class,
+                    () -> backend.start(FakeQemuHost.config().build()));
+            assertEquals(HostSetupException.Problem.IMAGE_INVALID, e.problem());
+            assertTrue(e.getMessage().contains("is not signed"), e.getMessage());
+            assertEquals(0, host.boots(), "no QEMU for an unsigned image");
+
+            Path dir = host.imageRoot().resolve("x86_64");
+            Files.writeString(dir.resolve(ImageSignature.FILE), key.sign(Files.readAllBytes(dir.resolve("SHA256SUMS"))));
+            try (Sandbox s = backend.start(FakeQemuHost.config().build())) {
+                assertArrayEquals(new byte[] {5}, s.echo(new byte[] {5}));
             }
         }
     }

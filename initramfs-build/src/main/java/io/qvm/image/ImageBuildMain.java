@@ -20,6 +20,7 @@ import java.util.List;
  *   info   [--arch A] [--out DIR] [--json]
  *   verify [--arch A] [--out DIR] [--json]          exit 1 if a file does not match
  *   lock   [--arch A|all] [--lock FILE] [--json]   refresh the lock from the registry
+ *   lock-worker [--worker-jar PATH] [--lock FILE] [--json]   pin the worker jar's dependencies
  * </pre>
  * Exit codes: 0 ok, 1 failure, 2 usage.
  */
@@ -38,6 +39,9 @@ public final class ImageBuildMain {
             "  info   [--arch A] [--out DIR] [--json]",
             "  verify [--arch A] [--out DIR] [--json]",
             "  lock   [--arch A|all] [--lock FILE] [--json]",
+            "  lock-worker [--worker-jar PATH] [--lock FILE] [--json]",
+            "         pin the Maven dependencies the worker jar was built from (its BOM) by SHA-256,",
+            "         in " + WorkerLock.SOURCE_PATH + " (or --lock FILE); the build refuses others",
             "defaults: --arch is the host's, --out is $QVM_IMAGE_DIR or out/image, the cache is",
             "$QVM_CACHE or ~/.cache/qvm, --worker-jar is renderer-worker/target/renderer-worker.jar,",
             "--lock is the bundled lock (for 'lock': " + PackageLock.SOURCE_PATH + ")");
@@ -68,6 +72,7 @@ public final class ImageBuildMain {
                 case "info" -> info(o, out, false);
                 case "verify" -> info(o, out, true);
                 case "lock" -> lock(o, out, err);
+                case "lock-worker" -> lockWorker(o, out, err);
                 default -> {
                     err.println("qvm-image: unknown command '" + args[0] + "'");
                     err.println(USAGE_TEXT);
@@ -185,6 +190,33 @@ public final class ImageBuildMain {
             j.put("ok", true);
             j.put("lock", file.toString());
             j.put("packages", lock.all().values().stream().mapToInt(List::size).sum());
+            out.println(j.toPrettyString());
+        }
+        return OK;
+    }
+
+    private static int lockWorker(Options o, PrintStream out, PrintStream err) {
+        Path file = o.lock != null ? o.lock : ImageInfo.repoRoot().resolve(WorkerLock.SOURCE_PATH);
+        Path jar = o.workerJar != null ? o.workerJar
+                : ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
+        WorkerLock now = WorkerLock.ofJar(jar);
+        List<String> changes = Files.isRegularFile(file) ? WorkerLock.read(file).differences(now) : List.of("new lock");
+        try {
+            Files.createDirectories(file.toAbsolutePath().getParent());
+            Files.writeString(file, now.render());
+        } catch (java.io.IOException e) {
+            throw new ImageException("cannot write the worker dependency lock " + file + ": " + e, e);
+        }
+        changes.forEach(c -> err.println("[image] " + c));
+        err.println("[image] wrote " + file + ": " + now.artifacts().size() + " artifacts of " + jar.getFileName()
+                + " (" + changes.size() + " change" + (changes.size() == 1 ? "" : "s") + ")");
+        if (o.json) {
+            ObjectNode j = MAPPER.createObjectNode();
+            j.put("ok", true);
+            j.put("lock", file.toString());
+            j.put("artifacts", now.artifacts().size());
+            ArrayNode c = j.putArray("changes");
+            changes.forEach(c::add);
             out.println(j.toPrettyString());
         }
         return OK;

@@ -47,6 +47,7 @@ public final class ImageBuilder {
     private final Path outDir;
     private final Path workerJar;
     private final PackageLock lock;
+    private final WorkerLock workerLock;
     private final PackageStore store;
     private final List<String> jreModules;
     private final WorkerLimits limits;
@@ -64,6 +65,7 @@ public final class ImageBuilder {
         this.outDir = b.outDir;
         this.workerJar = b.workerJar;
         this.lock = b.lock != null ? b.lock : PackageLock.bundled();
+        this.workerLock = b.workerLock != null ? b.workerLock : WorkerLock.bundled();
         this.progress = b.progress;
         this.store = new PackageStore(b.cache, b.progress);
         this.jreModules = b.jreModules;
@@ -103,6 +105,7 @@ public final class ImageBuilder {
         m.inputs().forEach(i -> have.add(i.name() + " " + i.version() + " " + i.sha256()));
         return want.equals(have)
                 && Sha256.of(workerJar).equals(m.workerJar().sha256())
+                && workerJarMatchesItsLock()
                 && jreModules.stream().sorted().toList().equals(m.jre().modules())
                 && Runtime.version().toString().equals(m.jre().jlinkRuntime())
                 && m.fixedLimits().rlimitNofile() == limits.nofile()
@@ -112,9 +115,25 @@ public final class ImageBuilder {
                 && recipe().equals(m.recipeSha256());
     }
 
-    /** Runs the build. */
+    private boolean workerJarMatchesItsLock() {
+        try {
+            return workerLock.differences(WorkerLock.ofJar(workerJar)).isEmpty();
+        } catch (ImageException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Runs the build.
+     *
+     * @throws ImageException a step failed; among them a worker jar whose Maven dependencies are
+     *     not the ones {@link WorkerLock} pins (each difference named)
+     */
     public Result run() {
         long start = System.nanoTime();
+        workerLock.check(workerJar);
+        progress.accept("worker jar " + workerJar.getFileName() + ": its " + workerLock.artifacts().size()
+                + " Maven dependencies match " + WorkerLock.SOURCE_PATH);
         try {
             return doRun(start);
         } catch (IOException e) {
@@ -302,6 +321,7 @@ public final class ImageBuilder {
         private Path workerJar = ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
         private PackageLock lock;
         private Path cache = PackageStore.defaultCache();
+        private WorkerLock workerLock;
         private List<String> jreModules = JreLinker.DEFAULT_MODULES;
         private WorkerLimits limits = WorkerLimits.DEFAULTS;
         private long mtime = sourceDateEpoch();
@@ -328,6 +348,12 @@ public final class ImageBuilder {
 
         public Builder lock(PackageLock v) {
             this.lock = v;
+            return this;
+        }
+
+        /** The worker's dependency lock (default {@link WorkerLock#bundled()}). */
+        public Builder workerLock(WorkerLock v) {
+            this.workerLock = Objects.requireNonNull(v);
             return this;
         }
 

@@ -26,7 +26,8 @@ public final class Progress {
     /** One step. */
     public synchronized void line(String text) {
         String t = text.strip();
-        boolean keep = t.contains("falling back") || t.toLowerCase(java.util.Locale.ROOT).contains("warning");
+        boolean keep = t.contains("falling back") || t.toLowerCase(java.util.Locale.ROOT).contains("warning")
+                || t.startsWith("FAILED ");
         if (terminal && !keep) {
             err.print("\r\033[K" + t);
             lineOpen = true;

@@ -5,6 +5,7 @@ import io.qvm.image.PackageLock;
 import io.qvm.protocol.image.Arch;
 import io.qvm.release.Release;
 import io.qvm.release.ReleaseReport;
+import io.qvm.release.ReleaseSigner;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.List;
@@ -58,8 +59,24 @@ final class ReleaseCommand implements Callable<Integer> {
     List<Arch> archs;
 
     @Option(names = "--skip-reproduce", description = "Build each image once (no second build to compare): for a "
-            + "quick try only; the report says reproducibility was NOT checked.")
+            + "quick try only, with --no-install (a release that is not proven reproducible is never installed); the "
+            + "report says reproducibility was NOT checked.")
     boolean skipReproduce;
+
+    @Option(names = "--no-install", description = "Publish to OUT/VERSION only; install nothing into the Maven "
+            + "repository (required with --skip-reproduce).")
+    boolean noInstall;
+
+    @Option(names = "--signing-key", paramLabel = "FILE", description = "Sign the release with this armoured OpenPGP "
+            + "secret key (gpg --armor --export-secret-keys KEYID): each image's SHA256SUMS and the release's get a "
+            + "detached signature, SHA256SUMS.asc, which a backend given the public key (QVM_IMAGE_KEY) requires. The "
+            + "passphrase comes from $" + ReleaseSigner.PASSPHRASE_ENV + " or --signing-passphrase-file, never from "
+            + "the command line.")
+    Path signingKey;
+
+    @Option(names = "--signing-passphrase-file", paramLabel = "FILE", description = "A file whose first line is the "
+            + "signing key's passphrase (default: $" + ReleaseSigner.PASSPHRASE_ENV + ", else none).")
+    Path passphraseFile;
 
     @Option(names = "--worker-jar", paramLabel = "JAR", description = "The worker jar the images take (default: the "
             + "checkout's renderer-worker/target/renderer-worker.jar).")
@@ -87,15 +104,36 @@ final class ReleaseCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new CliException(ExitCode.USAGE, "USAGE", e.getMessage(), "qvm release --help", e);
         }
-        b.outDir(outDir).mavenRepository(mavenRepo).reproduce(!skipReproduce).lock(lock).workerJar(jar)
+        b.outDir(outDir).mavenRepository(mavenRepo).reproduce(!skipReproduce).install(!noInstall).lock(lock)
+                .workerJar(jar)
                 .images(ctx.releaseTools().images(lock, jar)).gate(ctx.releaseTools().gate(ctx))
                 .progress(progress::line).host(host);
         if (archs != null && !archs.isEmpty()) {
             b.archs(archs);
         }
+        if (signingKey != null) {
+            char[] passphrase = passphraseFile != null ? ReleaseSigner.passphraseFile(passphraseFile)
+                    : ctx.env().getOrDefault(ReleaseSigner.PASSPHRASE_ENV, "").toCharArray();
+            try {
+                b.signer(ReleaseSigner.load(signingKey, passphrase));
+            } catch (IllegalArgumentException e) {
+                throw new CliException(ExitCode.USAGE, "USAGE", e.getMessage(), "qvm release --help", e);
+            } finally {
+                java.util.Arrays.fill(passphrase, '\0');
+            }
+        } else if (passphraseFile != null) {
+            throw new CliException(ExitCode.USAGE, "USAGE", "--signing-passphrase-file without --signing-key",
+                    "qvm release --help", null);
+        }
+        Release release;
+        try {
+            release = b.build();
+        } catch (IllegalStateException e) {
+            throw new CliException(ExitCode.USAGE, "USAGE", e.getMessage(), "qvm release --help", e);
+        }
         Release.Result r;
         try {
-            r = b.build().run();
+            r = release.run();
         } finally {
             progress.done();
         }
@@ -106,8 +144,8 @@ final class ReleaseCommand implements Callable<Integer> {
             o.print(ReleaseReport.markdown(r, host));
         }
         o.flush();
-        r.failure().ifPresent(f -> spec.commandLine().getErr().println("qvm: release failed at " + f.name()
-                + "; nothing was published"));
+        r.failure().ifPresent(f -> spec.commandLine().getErr().println("qvm: release failed at " + f.name() + ": "
+                + f.evidence() + "\nqvm: nothing was published or installed"));
         return r.ok() ? ExitCode.OK.code() : ExitCode.RELEASE_FAILED.code();
     }
 }

@@ -1,6 +1,9 @@
 package io.qvm.release;
 
+import io.qvm.HostSetupException;
 import io.qvm.backend.QvmVersion;
+import io.qvm.backend.image.GuestImage;
+import io.qvm.backend.image.ImageSignature;
 import io.qvm.image.ImageInfo;
 import io.qvm.image.PackageLock;
 import io.qvm.image.PackageStore;
@@ -74,6 +77,13 @@ import java.util.stream.Stream;
  */
 public final class Release {
 
+    /** Why a release without the reproduce step may not install, and what to do. */
+    public static final String SKIP_REPRODUCE_INSTALLS = "a release that skips the reproduce step builds each image "
+            + "once and proves nothing about what its pinned inputs make (a tampered input builds the same bad image "
+            + "on every try, but only a second build from freshly extracted packages shows a cache that changed): it "
+            + "must not install into a Maven repository, where the backend would boot it. Drop --skip-reproduce "
+            + "(reproduce(true)), or add --no-install (install(false)) for a quick try that only publishes to OUT";
+
     /** The architectures a release builds, in order. */
     public static final List<Arch> ARCHS = List.of(Arch.X86_64, Arch.AARCH64);
 
@@ -131,6 +141,8 @@ public final class Release {
     private final List<Arch> archs;
     private final Path mavenRepo;
     private final boolean reproduce;
+    private final boolean install;
+    private final ReleaseSigner signer;
     private final PackageLock lock;
     private final Path workerJar;
     private final ImageFactory images;
@@ -145,6 +157,8 @@ public final class Release {
         this.archs = b.archs;
         this.mavenRepo = MavenInstaller.localRepository(b.mavenRepo);
         this.reproduce = b.reproduce;
+        this.install = b.install;
+        this.signer = b.signer;
         this.lock = b.lock != null ? b.lock : PackageLock.bundled();
         this.workerJar = b.workerJar;
         this.images = b.images != null ? b.images : new BuilderImages(lock, workerJar);
@@ -214,7 +228,9 @@ public final class Release {
                 gate(staged);
                 step("verify-staged", () -> verifyStaged(staged));
                 step("publish", () -> publish(staged));
-                step("maven-install", this::mavenInstall);
+                if (install) {
+                    step("maven-install", this::mavenInstall);
+                }
                 step("report", this::report);
             } catch (Throwable t) {
                 rollBack();
@@ -245,11 +261,8 @@ public final class Release {
             try {
                 evidence = body.get();
                 ok = true;
-            } catch (ReleaseException e) {
-                evidence = e.getMessage();
-                ok = false;
             } catch (RuntimeException e) {
-                evidence = e.getClass().getSimpleName() + ": " + e.getMessage();
+                evidence = whatFailed(e);
                 ok = false;
             }
             long ms = (System.nanoTime() - s) / 1_000_000;
@@ -287,7 +300,7 @@ public final class Release {
                 throw new ReleaseException(target + " exists already: a release directory is never overwritten; "
                         + "remove it or release another --version");
             }
-            String replaces = checkRepository();
+            String replaces = install ? checkRepository() : "; not installed into a Maven repository (install off)";
             try {
                 Files.createDirectories(outDir);
                 staging = Files.createTempDirectory(outDir, ".staging-");
@@ -314,9 +327,24 @@ public final class Release {
             return "; replaces the installed " + version + " in " + mavenRepo + " (put back if the release fails)";
         }
 
+        /**
+         * The first build, from a fresh package cache seeded with nothing but the verified .debs of
+         * the user's: every package is extracted again, so a tree in the user's cache that changed
+         * since it was extracted (the ordinary {@code qvm image build} reuses those trees) never
+         * reaches a release, with or without the reproduce step. The SBOM reads its copyright files
+         * from these trees too.
+         */
         String build(Arch a) {
-            Path dir = images.build(a, staging.resolve("build-1"), cache, line -> progress.accept("  " + line));
-            return describeImage(dir);
+            Path fresh = firstCache(a);
+            images.seed(a, cache, fresh, line -> progress.accept("  " + line));
+            Path dir = images.build(a, staging.resolve("build-1"), fresh, line -> progress.accept("  " + line));
+            return describeImage(dir) + " (from a fresh package cache: every package extracted again from its "
+                    + "verified .deb)";
+        }
+
+        /** The package cache of {@code a}'s first build, inside the staging directory. */
+        Path firstCache(Arch a) {
+            return staging.resolve("cache-1-" + a.id());
         }
 
         String reproduce(Arch a) {
@@ -344,7 +372,7 @@ public final class Release {
             List<PackageLock.Entry> entries = lock.entries(a);
             Map<PackageLock.Entry, Path> roots = new LinkedHashMap<>();
             for (PackageLock.Entry e : entries) {
-                roots.put(e, images.extracted(a, e, cache));
+                roots.put(e, images.extracted(a, e, firstCache(a)));
             }
             Map<String, List<String>> licenses = new LinkedHashMap<>();
             for (Map.Entry<PackageLock.Entry, Path> r : roots.entrySet()) {
@@ -379,6 +407,7 @@ public final class Release {
                     for (Arch a : archs) {
                         Files.move(staging.resolve("build-1").resolve(a.id()), root.resolve(a.id()));
                     }
+                    String signed = signer != null ? signStaged(root) : "";
                     Map<String, String> sums = Checksums.write(root);
                     recorded = new TreeMap<>(sums);
                     recorded.put(Checksums.FILE, Sha256.of(root.resolve(Checksums.FILE)));
@@ -402,12 +431,33 @@ public final class Release {
                         sb.append("\n  ").append(a.id()).append(": ").append(sizes);
                     }
                     out[0] = new StagedImages(version, root, archs);
-                    return sb.toString();
+                    return sb + signed;
                 } catch (IOException e) {
                     throw new ReleaseException("cannot stage into " + root + ": " + e, e);
                 }
             });
             return out[0];
+        }
+
+        /**
+         * Signs each image's {@code SHA256SUMS} ({@code <arch>/SHA256SUMS.asc}, which the backend
+         * checks when it is given the public key) and checks each signature as the backend would.
+         */
+        String signStaged(Path root) throws IOException {
+            Path pub = signer.writePublicKey(staging.resolve("signing-key.pub.asc"));
+            ImageSignature check = ImageSignature.trusting(pub);
+            for (Arch a : archs) {
+                Path dir = root.resolve(a.id());
+                signer.signSums(dir);
+                try {
+                    check.check(GuestImage.verify(dir, a, "the staged image"));
+                } catch (HostSetupException e) {
+                    throw new ReleaseException("the signature of the staged " + a + " image does not verify: "
+                            + e.getMessage(), e);
+                }
+            }
+            return "\n  each image's " + Checksums.FILE + " signed by " + signer.fingerprint() + " ("
+                    + ImageSignature.FILE + ", verified as the backend verifies it)";
         }
 
         void gate(StagedImages staged) {
@@ -517,14 +567,19 @@ public final class Release {
         String report() {
             Result sofar = new Result(version, started, (System.nanoTime() - t0) / 1_000_000, true, steps,
                     Optional.ofNullable(gateResult), List.copyOf(summaries.values()), reproduce, outDir,
-                    Optional.of(published), mavenRepo, installed.files());
+                    Optional.of(published), mavenRepo, installed != null ? installed.files() : List.of());
             try {
                 ReleaseReport.write(sofar, host, published);
                 Checksums.add(published, List.of(ReleaseReport.JSON_FILE, ReleaseReport.MD_FILE));
+                if (signer != null) {
+                    signer.signSums(published);
+                }
             } catch (IOException e) {
                 throw new ReleaseException("cannot write the release report into " + published + ": " + e, e);
             }
-            return "wrote " + ReleaseReport.JSON_FILE + " and " + ReleaseReport.MD_FILE + " in " + published;
+            return "wrote " + ReleaseReport.JSON_FILE + " and " + ReleaseReport.MD_FILE + " in " + published
+                    + (signer != null ? "; signed " + Checksums.FILE + " (" + ImageSignature.FILE + ") with "
+                    + signer.fingerprint() : "");
         }
 
         /** After a failed step: nothing stays published, nothing stays installed. */
@@ -577,6 +632,29 @@ public final class Release {
         }
     }
 
+    /**
+     * What a failed step says: the exception's message (its type too, unless it is a
+     * {@link ReleaseException}, whose message is the evidence), then each cause that adds
+     * something ("caused by ..."), so that no failure is recorded as a bare step name or "null".
+     */
+    static String whatFailed(Throwable e) {
+        StringBuilder sb = new StringBuilder();
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable t = e; t != null && seen.add(t); t = t.getCause()) {
+            String m = t.getMessage();
+            String own = t instanceof ReleaseException && m != null && !m.isBlank() ? m
+                    : t.getClass().getName() + (m == null || m.isBlank() ? "" : ": " + m);
+            if (t != e) {
+                if (m != null && sb.indexOf(m) >= 0) {
+                    continue;
+                }
+                sb.append("; caused by ");
+            }
+            sb.append(own);
+        }
+        return sb.toString();
+    }
+
     private static String firstLine(String s) {
         int nl = s.indexOf('\n');
         return nl < 0 ? s : s.substring(0, nl) + " …";
@@ -589,6 +667,8 @@ public final class Release {
         private List<Arch> archs = ARCHS;
         private Path mavenRepo;
         private boolean reproduce = true;
+        private boolean install = true;
+        private ReleaseSigner signer;
         private PackageLock lock;
         private Path workerJar = ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
         private ImageFactory images;
@@ -633,9 +713,31 @@ public final class Release {
             return this;
         }
 
-        /** Whether each image is built twice and compared (default true; false only for a quick try). */
+        /**
+         * Whether each image is built twice and compared (default true; false only for a quick try,
+         * which must not install: {@link #install(boolean) install(false)}).
+         */
         public Builder reproduce(boolean v) {
             this.reproduce = v;
+            return this;
+        }
+
+        /**
+         * Whether the published release is installed into the Maven repository (default true). A
+         * release that skips the reproduce step must say {@code install(false)}: what the backend
+         * finds in a Maven repository is only ever an image proven reproducible.
+         */
+        public Builder install(boolean v) {
+            this.install = v;
+            return this;
+        }
+
+        /**
+         * Signs the release (default: unsigned): each image's {@code SHA256SUMS} and the release's
+         * get a detached OpenPGP signature, {@code SHA256SUMS.asc} ({@link ReleaseSigner}).
+         */
+        public Builder signer(ReleaseSigner v) {
+            this.signer = Objects.requireNonNull(v);
             return this;
         }
 
@@ -678,7 +780,19 @@ public final class Release {
             return this;
         }
 
+        /**
+         * @throws IllegalStateException the release would install (or sign) images that were built
+         *     only once: a release that skips the reproduce step installs nothing
+         */
         public Release build() {
+            if (!reproduce && install) {
+                throw new IllegalStateException(SKIP_REPRODUCE_INSTALLS);
+            }
+            if (!reproduce && signer != null) {
+                throw new IllegalStateException("a release that skips the reproduce step is never signed: a signature "
+                        + "says the images are what the pinned inputs make, which one build does not show. Drop "
+                        + "--skip-reproduce, or --signing-key for a quick try");
+            }
             return new Release(this);
         }
     }

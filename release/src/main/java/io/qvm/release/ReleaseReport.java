@@ -92,9 +92,14 @@ public final class ReleaseReport {
         StringBuilder md = new StringBuilder("# qvm release ").append(r.version()).append("\n\n");
         md.append(r.ok() ? "**Published**" : "**NOT published**").append(": ");
         if (r.ok()) {
-            md.append("`").append(r.published().map(Path::toString).orElse("?")).append("`, and installed into `")
-                    .append(r.mavenRepository()).append("` as `").append(MavenInstaller.GROUP).append(':')
-                    .append(MavenInstaller.ARTIFACT).append(':').append(r.version()).append("`.\n\n");
+            md.append("`").append(r.published().map(Path::toString).orElse("?")).append("`");
+            if (r.steps().stream().anyMatch(s -> s.name().equals("maven-install"))) {
+                md.append(", and installed into `").append(r.mavenRepository()).append("` as `")
+                        .append(MavenInstaller.GROUP).append(':').append(MavenInstaller.ARTIFACT).append(':')
+                        .append(r.version()).append("`.\n\n");
+            } else {
+                md.append("; NOT installed into a Maven repository.\n\n");
+            }
         } else {
             ReleaseStep f = r.failure().orElseThrow();
             md.append("step `").append(f.name()).append("` failed; nothing was published or installed.\n\n")

@@ -80,7 +80,9 @@ public final class WorkerBom {
         } catch (ParseException e) {
             throw new ReleaseException(ENTRY + " in " + where + " is not a CycloneDX BOM: " + e.getMessage(), e);
         }
-        throw new ReleaseException(where + " has no " + ENTRY + ": build the worker with its BOM "
-                + "(mvn -pl renderer-worker -am package runs cyclonedx-maven-plugin) and rebuild the image");
+        throw new ReleaseException(where + " has no " + ENTRY + " (the CycloneDX BOM of the worker's Maven "
+                + "dependencies): the worker jar was built without it, e.g. offline (mvn -o), where "
+                + "cyclonedx-maven-plugin's makeBom does not run. Build the worker online (mvn -pl renderer-worker -am "
+                + "package, without -o) and rebuild the image");
     }
 }

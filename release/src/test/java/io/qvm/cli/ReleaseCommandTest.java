@@ -29,11 +29,15 @@ class ReleaseCommandTest {
     Path tmp;
 
     CliContext context(ReleaseGate gate) {
+        return context(gate, null);
+    }
+
+    CliContext context(ReleaseGate gate, SyntheticImages images) {
         return CliRun.context(tmp.resolve("state"), tmp.resolve("images"), new FakeImageTool())
                 .withReleaseTools(new ReleaseTools() {
                     @Override
                     public ImageFactory images(PackageLock lock, Path workerJar) {
-                        return new SyntheticImages(lock);
+                        return images != null ? images : new SyntheticImages(lock);
                     }
 
                     @Override
@@ -75,9 +79,74 @@ class ReleaseCommandTest {
         assertEquals(9, r.exit(), r.toString());
         assertTrue(r.out().contains("**NOT published**") && r.out().contains("step `gate:x86_64:render` failed")
                 && r.out().contains("hello.pdf: PARSE_ERROR"), r.out());
-        assertTrue(r.err().contains("qvm: release failed at gate:x86_64:render; nothing was published"), r.err());
+        assertTrue(r.err().contains("qvm: release failed at gate:x86_64:render: ")
+                && r.err().contains("hello.pdf: PARSE_ERROR") && r.err().contains("nothing was published"), r.err());
         assertFalse(Files.exists(tmp.resolve("out/2.0.0")));
         assertFalse(Files.exists(tmp.resolve("m2")));
+    }
+
+    /**
+     * A worker jar built offline has no BOM (cyclonedx-maven-plugin skips makeBom under -o): the
+     * release stops at sbom:x86_64 and says so — on stderr, not only in the report — and what to do.
+     * It used to print only "release failed at sbom:x86_64; nothing was published".
+     */
+    @Test
+    void aWorkerJarWithoutItsBomSaysWhatFailedAtTheSbomStep() throws Exception {
+        SyntheticImages images = new SyntheticImages(PackageLock.bundled())
+                .workerJar(WorkerBoms.jarWithoutBom());
+        CliRun.Result r = CliRun.run(context(ScriptedGate.passing(), images), args("--arch", "x86_64"));
+        assertEquals(9, r.exit(), r.toString());
+        String last = r.err().lines().filter(l -> l.startsWith("qvm: release failed at ")).findFirst().orElse("");
+        assertTrue(last.startsWith("qvm: release failed at sbom:x86_64: ") && last.contains("worker.cdx.json")
+                && last.contains("offline") && last.contains("without -o"), r.err());
+        assertTrue(r.err().contains("[qvm] FAILED sbom:x86_64"), r.err());
+        assertFalse(Files.exists(tmp.resolve("out/2.0.0")));
+    }
+
+    /** A release that is not proven reproducible never installs: --skip-reproduce needs --no-install. */
+    @Test
+    void skipReproduceWithoutNoInstallIsRefusedAndSaysWhatToDo() throws Exception {
+        SyntheticImages images = new SyntheticImages(PackageLock.bundled());
+        CliRun.Result r = CliRun.run(context(ScriptedGate.passing(), images), args("--arch", "x86_64",
+                "--skip-reproduce"));
+        assertEquals(2, r.exit(), r.toString());
+        assertTrue(r.err().contains("skips the reproduce step") && r.err().contains("--no-install"), r.err());
+        assertEquals(0, images.builds());
+        assertFalse(Files.exists(tmp.resolve("out/2.0.0")));
+        assertFalse(Files.exists(tmp.resolve("m2")));
+
+        CliRun.Result trial = CliRun.run(context(ScriptedGate.passing(), images), args("--arch", "x86_64",
+                "--skip-reproduce", "--no-install"));
+        assertEquals(0, trial.exit(), trial.toString());
+        assertEquals(1, images.builds());
+        assertTrue(trial.out().contains("NOT installed") && trial.out().contains("NOT checked"), trial.out());
+        assertTrue(Files.isDirectory(tmp.resolve("out/2.0.0")));
+        assertFalse(Files.exists(tmp.resolve("m2/io/qvm/qvm-image")), "nothing installed");
+    }
+
+    static CliContext withPassphrase(CliContext ctx, String passphrase) {
+        java.util.Map<String, String> env = new java.util.HashMap<>(ctx.env());
+        env.put("QVM_SIGNING_PASSPHRASE", passphrase);
+        return ctx.withEnv(env);
+    }
+
+    /** --signing-key signs with the passphrase from the environment; a wrong one is a usage error before any build. */
+    @Test
+    void aSigningKeyWithItsPassphraseFromTheEnvironmentSignsTheRelease() throws Exception {
+        io.qvm.backend.image.TestKeys.Key key = io.qvm.backend.image.TestKeys.generate("r <r@qvm.test>", "pw");
+        Path secret = key.writeSecret(tmp.resolve("release.key.asc"));
+        SyntheticImages images = new SyntheticImages(PackageLock.bundled());
+        CliContext wrong = withPassphrase(context(ScriptedGate.passing(), images), "not it");
+        CliRun.Result refused = CliRun.run(wrong, args("--arch", "x86_64", "--signing-key", secret.toString()));
+        assertEquals(2, refused.exit(), refused.toString());
+        assertTrue(refused.err().contains("passphrase does not unlock"), refused.err());
+        assertEquals(0, images.builds());
+
+        CliContext right = withPassphrase(context(ScriptedGate.passing(), images), "pw");
+        CliRun.Result r = CliRun.run(right, args("--arch", "x86_64", "--signing-key", secret.toString()));
+        assertEquals(0, r.exit(), r.toString());
+        assertTrue(Files.isRegularFile(tmp.resolve("out/2.0.0/x86_64/SHA256SUMS.asc")));
+        assertTrue(Files.isRegularFile(tmp.resolve("out/2.0.0/SHA256SUMS.asc")));
     }
 
     @Test

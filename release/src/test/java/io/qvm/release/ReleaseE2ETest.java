@@ -75,7 +75,7 @@ class ReleaseE2ETest {
         HostGate.Options quick = new HostGate.Options(d.backends(),
                 SandboxConfig.builder().bootTimeout(Duration.ofSeconds(100)).build(), d.crossConfig(), d.stopTimeout(),
                 d.fullSuite(), d.runtimeRoot());
-        Release.Result r = Release.builder().archs(List.of(HOST)).reproduce(false).workerJar(silent).outDir(out)
+        Release.Result r = Release.builder().archs(List.of(HOST)).reproduce(false).install(false).workerJar(silent).outDir(out)
                 .mavenRepository(repo).gate(new HostGate(quick)).progress(ReleaseE2ETest::log).build().run();
         String md = ReleaseReport.markdown(r, "test host");
         System.out.println(md);

@@ -9,6 +9,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.qvm.backend.QvmEnvironment;
 import io.qvm.backend.image.ImageResolver;
+import io.qvm.backend.image.ImageSignature;
+import io.qvm.backend.image.TestKeys;
 import io.qvm.backend.image.LocalMavenRepository;
 import io.qvm.image.PackageLock;
 import io.qvm.protocol.image.Arch;
@@ -73,8 +75,9 @@ class ReleaseTest {
                 "gate:aarch64:render", "gate", "verify-staged", "publish", "maven-install", "report"),
                 r.steps().stream().map(ReleaseStep::name).toList());
         assertEquals(4, images.builds(), "each architecture built twice");
-        assertEquals(tmp.resolve("cache"), images.caches().get(0), "the first build uses the user's cache");
-        assertFalse(images.caches().get(1).equals(tmp.resolve("cache")), "the second a fresh one");
+        assertFalse(images.caches().contains(tmp.resolve("cache")), "every build from a fresh cache: "
+                + images.caches());
+        assertEquals(4, images.caches().stream().distinct().count(), "each its own: " + images.caches());
 
         Path rel = out().resolve(V);
         assertEquals(rel, r.published().orElseThrow());
@@ -251,12 +254,117 @@ class ReleaseTest {
     @Test
     void skippingReproducibilityBuildsOnceAndTheReportSaysSo() throws Exception {
         SyntheticImages images = new SyntheticImages(LOCK).varying(Arch.X86_64);
-        Release.Result r = release(images, ScriptedGate.passing()).reproduce(false).archs(List.of(Arch.X86_64))
-                .build().run();
+        Release.Result r = release(images, ScriptedGate.passing()).reproduce(false).install(false)
+                .archs(List.of(Arch.X86_64)).build().run();
         assertTrue(r.ok(), () -> r.failure().toString());
         assertEquals(1, images.builds());
         assertFalse(r.reproduced());
-        assertTrue(Files.readString(out().resolve(V).resolve("release.md")).contains("NOT checked"));
+        String md = Files.readString(out().resolve(V).resolve("release.md"));
+        assertTrue(md.contains("NOT checked") && md.contains("NOT installed"), md);
+        assertFalse(r.steps().stream().anyMatch(s -> s.name().equals("maven-install")));
+        assertFalse(Files.exists(repo()), "nothing installed");
+    }
+
+    /** Installing an image that was built once would put an unproven image where the backend finds it. */
+    @Test
+    void aReleaseThatSkipsTheReproduceStepIsRefusedIfItWouldInstall() throws Exception {
+        SyntheticImages images = new SyntheticImages(LOCK);
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> release(images, ScriptedGate.passing()).reproduce(false).build());
+        assertTrue(e.getMessage().contains("skips the reproduce step") && e.getMessage().contains("--no-install"),
+                e.getMessage());
+        assertEquals(0, images.builds());
+    }
+
+    /**
+     * A package tree in the user's cache that changed after it was extracted (here: its copyright
+     * file names another licence) does not reach a release: the release's builds and its SBOM use
+     * trees extracted again from the verified .debs, also without the reproduce step.
+     */
+    @Test
+    void aChangedTreeInTheUsersCacheNeverReachesARelease() throws Exception {
+        PackageLock.Entry fonts = LOCK.one(Arch.X86_64, PackageLock.Role.FONTS);
+        Path doc = tmp.resolve("cache/extracted").resolve(fonts.sha256()).resolve("usr/share/doc").resolve(fonts.name());
+        Files.createDirectories(doc);
+        Files.writeString(doc.resolve("copyright"), SyntheticImages.copyright(fonts.name())
+                .replace(fonts.name() + "-licence", "TAMPERED-licence"));
+        SyntheticImages images = new SyntheticImages(LOCK);
+        Release.Result r = release(images, ScriptedGate.passing()).reproduce(false).install(false)
+                .archs(List.of(Arch.X86_64)).build().run();
+
+        assertTrue(r.ok(), () -> r.failure().toString());
+        assertFalse(images.caches().contains(tmp.resolve("cache")), images.caches().toString());
+        String sbom = Files.readString(out().resolve(V).resolve("x86_64").resolve("sbom.cdx.json"));
+        assertFalse(sbom.contains("TAMPERED"), "the SBOM read the user's changed tree");
+        assertTrue(sbom.contains(fonts.name() + "-licence"), "the SBOM read the freshly extracted tree");
+    }
+
+    /**
+     * A signed release: each image's SHA256SUMS and the release's carry a detached signature by the
+     * release key, and the image the backend then resolves from the Maven repository passes the
+     * backend's signature check with the public key (and fails it with another key's).
+     */
+    @Test
+    void aSignedReleaseCarriesSignaturesTheBackendAccepts() throws Exception {
+        TestKeys.Key key = TestKeys.generate("qvm release <release@qvm.test>", "s3cret");
+        Path secret = key.writeSecret(tmp.resolve("release.key.asc"));
+        Path pub = key.writePublic(tmp.resolve("release.pub.asc"));
+        ReleaseSigner signer = ReleaseSigner.load(secret, "s3cret".toCharArray());
+        Release.Result r = release(new SyntheticImages(LOCK), ScriptedGate.passing()).archs(List.of(Arch.X86_64))
+                .signer(signer).build().run();
+        assertTrue(r.ok(), () -> r.failure().toString());
+
+        Path rel = out().resolve(V);
+        assertTrue(Files.isRegularFile(rel.resolve("x86_64").resolve(ImageSignature.FILE)));
+        assertTrue(Files.isRegularFile(rel.resolve(ImageSignature.FILE)), "the release's SHA256SUMS is signed too");
+        ImageSignature backend = ImageSignature.trusting(pub);
+        ImageResolver.Resolved found = ImageResolver.builder()
+                .environment(QvmEnvironment.of(Map.of("QVM_CACHE", tmp.resolve("user-cache").toString()),
+                        tmp.resolve("home").toString(), "Linux"))
+                .mavenRepository(new LocalMavenRepository(repo(), "the test's")).version(V).build().resolve(Arch.X86_64);
+        assertTrue(Files.isRegularFile(found.dir().resolve(ImageSignature.FILE)), "the zip carries the signature");
+        backend.check(found.image());
+        Path otherKey = TestKeys.generate("other <o@qvm.test>", "x").writePublic(tmp.resolve("other.pub.asc"));
+        assertThrows(io.qvm.HostSetupException.class, () -> ImageSignature.trusting(otherKey).check(found.image()));
+        // the release's own SHA256SUMS: the same check over the top-level directory's sums
+        backend.check(new io.qvm.backend.image.GuestImage(Arch.X86_64, rel, found.image().manifest(), Map.of()));
+        assertTrue(r.steps().stream().anyMatch(s -> s.name().equals("stage") && s.evidence().contains(signer.fingerprint())),
+                r.steps().toString());
+    }
+
+    @Test
+    void aReleaseThatSkipsTheReproduceStepIsNeverSigned() throws Exception {
+        TestKeys.Key key = TestKeys.generate("qvm release <release@qvm.test>", "");
+        ReleaseSigner signer = ReleaseSigner.load(key.writeSecret(tmp.resolve("k.asc")), new char[0]);
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> release(new SyntheticImages(LOCK), ScriptedGate.passing()).reproduce(false).install(false)
+                        .signer(signer).build());
+        assertTrue(e.getMessage().contains("never signed"), e.getMessage());
+    }
+
+    @Test
+    void aWrongPassphraseOrNoKeyIsRefusedSayingWhy() throws Exception {
+        TestKeys.Key key = TestKeys.generate("qvm release <release@qvm.test>", "right");
+        Path secret = key.writeSecret(tmp.resolve("k.asc"));
+        IllegalArgumentException wrong = assertThrows(IllegalArgumentException.class,
+                () -> ReleaseSigner.load(secret, "wrong".toCharArray()));
+        assertTrue(wrong.getMessage().contains("passphrase does not unlock"), wrong.getMessage());
+        Path pubOnly = key.writePublic(tmp.resolve("pub.asc"));
+        IllegalArgumentException notSecret = assertThrows(IllegalArgumentException.class,
+                () -> ReleaseSigner.load(pubOnly, new char[0]));
+        assertTrue(notSecret.getMessage().contains("secret key"), notSecret.getMessage());
+    }
+
+    /** A step that throws says what failed, its causes included, never a bare type or "null". */
+    @Test
+    void aFailedStepSaysWhatFailedWithItsCauses() {
+        assertEquals("cannot read x: disk; caused by java.io.IOException: the disk is gone",
+                Release.whatFailed(new ReleaseException("cannot read x: disk",
+                        new java.io.IOException("the disk is gone"))));
+        assertEquals("java.lang.IllegalStateException; caused by java.io.IOException: why",
+                Release.whatFailed(new IllegalStateException((String) null, new java.io.IOException("why"))));
+        assertEquals("java.io.UncheckedIOException: java.io.IOException: gone",
+                Release.whatFailed(new java.io.UncheckedIOException(new java.io.IOException("gone"))));
     }
 
     @Test

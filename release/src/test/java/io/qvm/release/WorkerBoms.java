@@ -72,6 +72,22 @@ public final class WorkerBoms {
         }
     }
 
+    /** A worker jar as an offline build makes it: the classes, no BOM. */
+    public static byte[] jarWithoutBom() {
+        try {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            try (ZipOutputStream zip = new ZipOutputStream(out)) {
+                ZipEntry e = new ZipEntry("io/qvm/worker/Main.class");
+                e.setTime(0);
+                zip.putNextEntry(e);
+                zip.write(new byte[] {(byte) 0xca, (byte) 0xfe, (byte) 0xba, (byte) 0xbe});
+            }
+            return out.toByteArray();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     private static Component maven(String group, String name, String version, String sha256) {
         Component c = new Component();
         c.setType(Component.Type.LIBRARY);

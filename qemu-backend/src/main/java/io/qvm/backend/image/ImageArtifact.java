@@ -28,8 +28,11 @@ public final class ImageArtifact {
     /** The entries every image zip holds, at its root. */
     public static final List<String> REQUIRED = List.of(ImageDirectory.KERNEL, ImageDirectory.INITRAMFS,
             ImageDirectory.MANIFEST, ImageDirectory.SHA256SUMS);
-    /** The entries an image zip may hold besides {@link #REQUIRED}. */
-    public static final List<String> OPTIONAL = List.of(SBOM);
+    /**
+     * The entries an image zip may hold besides {@link #REQUIRED}: the SBOM and the release's
+     * signature of {@code SHA256SUMS} ({@link ImageSignature}).
+     */
+    public static final List<String> OPTIONAL = List.of(SBOM, ImageSignature.FILE);
 
     private ImageArtifact() {
     }

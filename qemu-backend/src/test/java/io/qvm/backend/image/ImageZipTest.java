@@ -92,7 +92,7 @@ class ImageZipTest {
     @Test
     void anEntryThatIsNoPartOfAnImageIsRefused() throws IOException {
         refused(soundWith("init.sh", "#!/bin/sh"), resolver(), "holds an unexpected entry 'init.sh' (an image zip holds "
-                + "only vmlinuz, initramfs.cpio.gz, manifest.json, SHA256SUMS and sbom.cdx.json)");
+                + "only vmlinuz, initramfs.cpio.gz, manifest.json, SHA256SUMS and sbom.cdx.json, SHA256SUMS.asc)");
         Map<String, byte[]> noSums = new LinkedHashMap<>(sound);
         noSums.remove("SHA256SUMS");
         refused(noSums, resolver(), "lacks SHA256SUMS");
