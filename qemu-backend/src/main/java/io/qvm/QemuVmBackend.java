@@ -151,10 +151,14 @@ public final class QemuVmBackend implements SandboxBackend {
      * Stops QEMUs whose owner is gone and removes their state and cgroups; see
      * {@link StaleSandboxReaper}. Empty cgroups older than a minute that no sandbox of this state
      * directory holds go too.
+     *
+     * @throws HostSetupException ({@code HOST_SETUP_NEEDED}) the state directory exists but is not
+     *     a private directory of this user (shared, another user's, a symlink): nothing in it was
+     *     read, nothing stopped or deleted
      */
     public ReapReport reap() {
         try {
-            ReapReport r = new StaleSandboxReaper(states, cgroupTree).reap();
+            ReapReport r = new StaleSandboxReaper(states, runtimeRoot, cgroupTree).reap();
             r.entries().forEach(e -> LOG.log(System.Logger.Level.INFO, "qvm reaper: " + e));
             cgroupTree.removeLeftovers(java.time.Duration.ofMinutes(1), id -> states.find(id).isPresent()
                     || running.stream().anyMatch(s -> s.id().equals(id)))
@@ -700,7 +704,11 @@ public final class QemuVmBackend implements SandboxBackend {
             return this;
         }
 
-        /** The state directory (default {@code $QVM_STATE} or {@code ~/.local/state/qvm}). */
+        /**
+         * The state directory (default {@code $QVM_STATE} or {@code ~/.local/state/qvm}): created
+         * 0700; an existing one must be a real directory of this user with mode 0700, else the
+         * backend refuses it ({@link HostSetupException}) and never reads or reaps what is in it.
+         */
         public Builder stateDirectory(Path root) {
             this.stateRoot = Objects.requireNonNull(root, "root");
             return this;

@@ -441,6 +441,25 @@ class QemuVmBackendTest {
 
     @Test
     @Tag("security")
+    void aSharedStateRootIsRefusedWhenTheBackendIsBuiltAndNothingInItIsReaped() throws Exception {
+        Path state = host.stateRoot();
+        Path planted = io.qvm.protocol.util.PrivateDirectory.ensureChain(state, state.resolve("sandboxes/planted"));
+        Files.writeString(planted.resolve("owner.json"), "{}");
+        Files.setPosixFilePermissions(state, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        try {
+            HostSetupException e = assertThrows(HostSetupException.class, () -> host.backend().build());
+            assertEquals(HostSetupException.Problem.HOST_SETUP_NEEDED, e.problem());
+            assertTrue(e.getMessage().contains("chmod 700 " + state) && e.getMessage().contains("QVM_STATE"),
+                    e.getMessage());
+            assertTrue(Files.exists(planted.resolve("owner.json")), "nothing in it was reaped");
+            assertEquals(0, host.boots());
+        } finally {
+            io.qvm.protocol.util.FileTrees.delete(planted);
+        }
+    }
+
+    @Test
+    @Tag("security")
     void aRootHostWithNoUserForQemuStartsNothingAndSaysTheFix() throws Exception {
         QemuUser root = QemuUser.of(0, "qvm", name -> java.util.Optional.empty());
         try (QemuVmBackend backend = host.backendAsRoot(root).build()) {

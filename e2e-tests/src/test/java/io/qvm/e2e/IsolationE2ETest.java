@@ -177,7 +177,7 @@ class IsolationE2ETest {
             docs.add(RenderRequest.svg(("<?xml version='1.0'?><!DOCTYPE svg SYSTEM '" + t + "'>"
                     + "<svg xmlns='http://www.w3.org/2000/svg' width='40' height='40'/>").getBytes(StandardCharsets.UTF_8)));
         }
-        Path state = Files.createDirectories(tmp.resolve("state"));
+        Path state = tmp.resolve("state"); // the backend creates it private
         List<String> outcomes = new ArrayList<>();
         try (QemuVmBackend backend = E2e.backend(state); Sandbox s = backend.start(E2e.config().build())) {
             for (RenderRequest r : docs) {

@@ -25,6 +25,7 @@ import io.qvm.backend.process.SocketPaths;
 import io.qvm.backend.qemu.MachineProfile;
 import io.qvm.backend.qemu.QemuCommand;
 import io.qvm.backend.process.StateDirectory;
+import io.qvm.protocol.util.PrivateDirectory;
 import io.qvm.transport.vsock.VsockSupport;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -218,14 +219,14 @@ final class DoctorCommand implements Callable<Integer> {
         String problem = null;
         int count = 0;
         try {
-            Files.createDirectories(root);
+            PrivateDirectory.ensure(root); // as the backend makes it: 0700, an existing one must be ours and 0700
             Path probe = Files.createTempFile(root, ".doctor", ".tmp");
             Files.delete(probe);
             count = StateDirectory.at(root).list().size();
         } catch (IOException | RuntimeException e) {
-            problem = "the state directory " + root + " is not writable: " + e.getMessage();
-            problems.add(new Problem("error", problem, "make it writable, or set QVM_STATE (or --state-dir) to a "
-                    + "directory you own"));
+            problem = "the state directory " + root + " is not usable: " + e.getMessage();
+            problems.add(new Problem("error", problem, "fix it as the message says (qvm never changes an existing "
+                    + "directory), or set QVM_STATE (or --state-dir) to a directory of its own"));
         }
         Path runtime = SocketPaths.defaultRuntimeRoot();
         try {

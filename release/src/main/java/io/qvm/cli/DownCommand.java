@@ -143,8 +143,8 @@ final class DownCommand implements Callable<Integer> {
                 + e.owner().ownerPid() + "; " + r.detail());
     }
 
-    private static Result reap(Sandboxes.Entry e, StateDirectory states) throws IOException {
-        ReapReport report = new StaleSandboxReaper(states, io.qvm.backend.process.CgroupTree.system()).reap();
+    private Result reap(Sandboxes.Entry e, StateDirectory states) throws IOException {
+        ReapReport report = new StaleSandboxReaper(states, ctx.runtimeRoot(), io.qvm.backend.process.CgroupTree.system()).reap();
         Optional<ReapReport.Entry> mine = report.entry(e.id());
         if (mine.isEmpty()) {
             return new Result(e.id(), "reaped", "already gone");
@@ -165,7 +165,7 @@ final class DownCommand implements Callable<Integer> {
         }
     }
 
-    private static Result finish(Sandboxes.Entry e, StateDirectory states, String outcome, String detail)
+    private Result finish(Sandboxes.Entry e, StateDirectory states, String outcome, String detail)
             throws IOException {
         if (Files.exists(e.state().dir())) {
             Sandboxes.Entry now = Sandboxes.describe(e.state());

@@ -9,6 +9,7 @@ import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostOs;
 import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.util.UnsafeDirectoryException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.concurrent.CompletionException;
@@ -82,6 +83,11 @@ public final class Failures {
         }
         if (e instanceof SandboxException) {
             return new CliException(ExitCode.ERROR, "SANDBOX_ERROR", msg, null, e);
+        }
+        if (e instanceof UnsafeDirectoryException) {
+            return new CliException(ExitCode.HOST, "HOST_SETUP_NEEDED", msg, "qvm never changes an existing directory: "
+                    + "fix it as the message says, or point qvm at another (--state-dir, QVM_STATE, QVM_RUNTIME_DIR, "
+                    + "QVM_CACHE)", e);
         }
         if (e instanceof IOException || e instanceof UncheckedIOException) {
             return new CliException(ExitCode.ERROR, "IO_ERROR", msg, null, e);

@@ -9,6 +9,7 @@ import io.qvm.SandboxException;
 import io.qvm.SandboxLostException;
 import io.qvm.SandboxPool;
 import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.util.PrivateDirectory;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -125,7 +126,7 @@ public final class Reliability {
 
     private Category boot(Options o, List<String> confinements) throws IOException {
         Tally t = new Tally("boot");
-        Path dir = Files.createDirectories(stateRoot.resolve("boot"));
+        Path dir = PrivateDirectory.ensure(stateRoot.resolve("boot"));
         java.util.Set<String> socketsBefore = socketDirectories();
         try (QemuVmBackend backend = backends.get().stateDirectory(dir).templates(false).build()) {
             for (int i = 0; i < o.boots(); i++) {
@@ -151,7 +152,7 @@ public final class Reliability {
 
     private Category render(Options o) throws IOException {
         Tally t = new Tally("render");
-        Path dir = Files.createDirectories(stateRoot.resolve("render"));
+        Path dir = PrivateDirectory.ensure(stateRoot.resolve("render"));
         java.util.Set<String> socketsBefore = socketDirectories();
         List<RenderRequest> docs = List.of(RenderRequest.svg(resource("warmup/hello.svg")),
                 RenderRequest.pdf(resource("warmup/hello.pdf")));
@@ -193,7 +194,7 @@ public final class Reliability {
 
     private Category load(Options o, List<String> confinements) throws IOException {
         Tally t = new Tally("load");
-        Path dir = Files.createDirectories(stateRoot.resolve("load"));
+        Path dir = PrivateDirectory.ensure(stateRoot.resolve("load"));
         java.util.Set<String> socketsBefore = socketDirectories();
         List<RenderRequest> ordinary = List.of(RenderRequest.svg(resource("warmup/hello.svg")),
                 RenderRequest.pdf(resource("warmup/hello.pdf")));
@@ -275,7 +276,7 @@ public final class Reliability {
 
     private Category fault(Options o) throws IOException {
         Tally t = new Tally("fault");
-        Path dir = Files.createDirectories(stateRoot.resolve("fault"));
+        Path dir = PrivateDirectory.ensure(stateRoot.resolve("fault"));
         java.util.Set<String> socketsBefore = socketDirectories();
         SandboxConfig short_ = config.newBuilder().requestTimeout(Duration.ofSeconds(30)).build();
         byte[] slow = HostileDocuments.slowSvg();

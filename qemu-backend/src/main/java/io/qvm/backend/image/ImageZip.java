@@ -3,7 +3,9 @@ package io.qvm.backend.image;
 import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.image.ImageDirectory;
+import io.qvm.protocol.util.PrivateDirectory;
 import io.qvm.protocol.util.Sha256;
+import io.qvm.protocol.util.UnsafeDirectoryException;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
@@ -32,7 +34,9 @@ import java.util.zip.ZipFile;
 
 /**
  * An image artifact's zip ({@link ImageArtifact}) unpacked into the user cache once, as
- * {@code <cache>/<sha256 of the zip>/<arch>/}, and verified before it is used.
+ * {@code <cache>/<sha256 of the zip>/<arch>/}, and verified before it is used. The cache root is a
+ * private directory ({@link PrivateDirectory}: created 0700; an existing one that is shared,
+ * another user's or a symlink is refused), so no other user can plant or swap an unpacked copy.
  *
  * <p>What a zip may do is bounded before anything lands in the cache: only the entry names of
  * {@link ImageArtifact#REQUIRED} and {@link ImageArtifact#OPTIONAL}, each once, at the zip's root
@@ -82,7 +86,9 @@ final class ImageZip {
      *
      * @param fix the sentence that ends an error about the zip itself (how to get a sound one)
      * @throws HostSetupException {@code IMAGE_INVALID}: the zip is unreadable, unsafe or damaged,
-     *     the unpacked copy was modified, or the cache cannot be written
+     *     the unpacked copy was modified, or the cache cannot be written; {@code HOST_SETUP_NEEDED}:
+     *     {@code cacheRoot} exists but is not a private directory of ours (shared, another user's,
+     *     a symlink), so nothing in it is trusted
      */
     static GuestImage open(Path zip, Arch arch, Path cacheRoot, Limits limits, String fix) {
         String sha;
@@ -90,6 +96,15 @@ final class ImageZip {
             sha = Sha256.of(zip);
         } catch (IOException e) {
             throw invalid("cannot read the image artifact " + zip + ": " + e.getMessage(), fix);
+        }
+        try {
+            PrivateDirectory.ensure(cacheRoot);
+        } catch (UnsafeDirectoryException e) {
+            throw new HostSetupException(HostSetupException.Problem.HOST_SETUP_NEEDED, e.getMessage() + " (qvm unpacks "
+                    + "image artifacts there; set QVM_CACHE to a directory of its own to use another)", e);
+        } catch (IOException e) {
+            throw invalid("cannot create " + cacheRoot + ": " + e, "Make it writable, or point QVM_CACHE at a directory "
+                    + "you own");
         }
         Path target = cacheRoot.resolve(sha).resolve(arch.qemuName());
         if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
@@ -102,7 +117,6 @@ final class ImageZip {
             String fix) {
         Path tmp;
         try {
-            Files.createDirectories(cacheRoot);
             removeStale(cacheRoot);
             tmp = Files.createTempDirectory(cacheRoot, TEMP_PREFIX);
         } catch (IOException e) {

@@ -1,14 +1,13 @@
 package io.qvm.backend.process;
 
+import io.qvm.HostSetupException;
+import io.qvm.protocol.util.PrivateDirectory;
+import io.qvm.protocol.util.UnsafeDirectoryException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 
 /** The few POSIX facts the backend needs (the current uid, whether a file system has owners), read without native code. */
 public final class Posix {
-
-    private static volatile Integer uid;
 
     private Posix() {}
 
@@ -18,29 +17,30 @@ public final class Posix {
 
     /**
      * The real uid of this process: the owner of {@code /proc/self} on Linux, else the owner of a
-     * file we create.
+     * file we create ({@link PrivateDirectory#currentUid()}).
      */
     public static int currentUid() {
-        Integer u = uid;
-        if (u != null) {
-            return u;
-        }
+        return PrivateDirectory.currentUid();
+    }
+
+    /**
+     * {@link PrivateDirectory#ensure}: {@code dir} created 0700, or accepted only if it already is
+     * a private directory of ours; a refusal is the backend's {@link HostSetupException}
+     * ({@link HostSetupException.Problem#HOST_SETUP_NEEDED}).
+     *
+     * @param elsewhere how to point qvm at another directory, e.g. "set QVM_STATE to another directory"
+     */
+    public static Path privateDirectory(Path dir, String elsewhere) throws IOException {
         try {
-            Path self = Path.of("/proc/self");
-            if (Files.isDirectory(self)) {
-                u = (Integer) Files.getAttribute(self, "unix:uid");
-            } else {
-                Path probe = Files.createTempFile("qvm-uid", ".probe");
-                try {
-                    u = (Integer) Files.getAttribute(probe, "unix:uid");
-                } finally {
-                    Files.deleteIfExists(probe);
-                }
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot determine the current uid", e);
+            return PrivateDirectory.ensure(dir);
+        } catch (UnsafeDirectoryException e) {
+            throw unsafe(e, elsewhere);
         }
-        uid = u;
-        return u;
+    }
+
+    /** {@code e} as a {@link HostSetupException} (HOST_SETUP_NEEDED), its message ending with {@code elsewhere}. */
+    public static HostSetupException unsafe(UnsafeDirectoryException e, String elsewhere) {
+        return new HostSetupException(HostSetupException.Problem.HOST_SETUP_NEEDED,
+                e.getMessage() + " (" + elsewhere + ")", e);
     }
 }

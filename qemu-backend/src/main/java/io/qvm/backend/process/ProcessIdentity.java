@@ -60,7 +60,8 @@ final class ProcessIdentity {
 
     /**
      * False only if both instants are known and differ by more than {@link #START_TOLERANCE}
-     * (unknown counts as a match: callers must treat "match" as the cautious answer).
+     * (unknown counts as a match). The cautious answer for "is the owner still alive?" only;
+     * before a pid is signalled, {@link #startProven} is the test.
      */
     static boolean startMatches(ProcessHandle h, Instant recorded) {
         if (recorded == null) {
@@ -68,6 +69,24 @@ final class ProcessIdentity {
         }
         Optional<Instant> actual = h.info().startInstant();
         return actual.isEmpty() || Duration.between(recorded, actual.get()).abs().compareTo(START_TOLERANCE) <= 0;
+    }
+
+    /**
+     * True only if {@code recorded} is known, {@code h}'s start instant can be read, and they agree
+     * within {@link #START_TOLERANCE}: the proof a pid is still the process that was recorded,
+     * required before it is signalled (unknown is no proof).
+     */
+    static boolean startProven(ProcessHandle h, Instant recorded) {
+        if (recorded == null) {
+            return false;
+        }
+        Optional<Instant> actual = h.info().startInstant();
+        return actual.isPresent() && Duration.between(recorded, actual.get()).abs().compareTo(START_TOLERANCE) <= 0;
+    }
+
+    /** True only if both instants are known and differ by more than {@link #START_TOLERANCE}. */
+    static boolean startDiffers(ProcessHandle h, Instant recorded) {
+        return !startMatches(h, recorded);
     }
 
     /** The last path element of a command, e.g. {@code qemu-system-x86_64}. */

@@ -5,11 +5,7 @@ import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermission;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Map;
 import java.util.Objects;
 
@@ -75,9 +71,17 @@ public record SocketPaths(Path dir, Path qmp, Path worker) {
      * @throws IllegalArgumentException if a path would be too long, saying which and what to do
      */
     public static SocketPaths forSandbox(Path runtimeRoot, String id) {
-        StateDirectory.checkSandboxId(id);
-        Path dir = runtimeRoot.toAbsolutePath().normalize().resolve(id);
+        Path dir = dirOf(runtimeRoot, id);
         return new SocketPaths(dir, dir.resolve("qmp.sock"), dir.resolve("worker.sock"));
+    }
+
+    /**
+     * The runtime directory of sandbox {@code id} under {@code runtimeRoot}: {@code <root>/<id>},
+     * the only directory a reaper may delete for it ({@link StaleSandboxReaper}).
+     */
+    public static Path dirOf(Path runtimeRoot, String id) {
+        StateDirectory.checkSandboxId(id);
+        return runtimeRoot.toAbsolutePath().normalize().resolve(id);
     }
 
     /** Fails if {@code socket} is too long to bind or connect on some supported OS. */
@@ -92,16 +96,21 @@ public record SocketPaths(Path dir, Path qmp, Path worker) {
 
     /**
      * Creates {@link #dir()} (and the runtime root if missing) with mode 0700 where POSIX
-     * permissions exist; an existing root must already be private ({@link #createPrivateDirectory}).
+     * permissions exist; an existing one must already be private
+     * ({@link io.qvm.protocol.util.PrivateDirectory}: refused, never chmod-ed).
      *
-     * @throws HostSetupException when an existing directory is not a private one of ours
+     * @throws HostSetupException ({@link HostSetupException.Problem#HOST_SETUP_NEEDED}) when an
+     *     existing directory is not a private one of ours, naming what was found and the fix
      */
     public SocketPaths createDirectories() throws IOException {
-        Path root = dir.getParent();
-        createPrivateDirectory(root);
-        createPrivateDirectory(dir);
+        Posix.privateDirectory(dir.getParent(), ELSEWHERE);
+        Posix.privateDirectory(dir, ELSEWHERE);
         return this;
     }
+
+    /** How to give qvm another runtime root, for the messages that refuse one. */
+    static final String ELSEWHERE = "qvm keeps sockets there; set " + QvmEnvironment.RUNTIME_DIR
+            + " to a directory of its own to use another";
 
     /** Deletes the runtime directory and the sockets in it (nothing else is expected there). */
     public void deleteDirectory() throws IOException {
@@ -115,56 +124,5 @@ public record SocketPaths(Path dir, Path qmp, Path worker) {
 
     static Path defaultRuntimeRoot(Map<String, String> env, String osName) {
         return QvmEnvironment.of(env, System.getProperty("user.home"), osName).runtimeRoot();
-    }
-
-    /**
-     * Creates {@code dir} with mode 0700 (set at creation, never after), or accepts an existing
-     * one only if it is already private: a real directory (not a symlink), owned by this uid,
-     * mode exactly 0700. Anything else is refused, never repaired: a chmod would take a shared
-     * directory from everyone else ({@code QVM_RUNTIME_DIR=/tmp} as root would make {@code /tmp}
-     * 0700), and a directory of another owner may be a squatter's.
-     *
-     * @throws HostSetupException ({@link HostSetupException.Problem#HOST_SETUP_NEEDED}) naming
-     *     what was found and the fix
-     */
-    public static void createPrivateDirectory(Path dir) throws IOException {
-        if (!Posix.supported(dir)) {
-            Files.createDirectories(dir);
-            return;
-        }
-        if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
-            Files.createDirectories(dir.getParent());
-            try {
-                Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PRIVATE));
-            } catch (java.nio.file.FileAlreadyExistsException raced) {
-                // someone created it meanwhile: verified below like any existing directory
-            }
-        }
-        checkPrivate(dir);
-    }
-
-    private static final java.util.Set<PosixFilePermission> PRIVATE = PosixFilePermissions.fromString("rwx------");
-
-    /** Refuses {@code dir} unless it is a real directory, ours, mode 0700. */
-    static void checkPrivate(Path dir) throws IOException {
-        String fix = " — qvm does not change an existing directory; point " + QvmEnvironment.RUNTIME_DIR + " (or "
-                + QvmEnvironment.STATE + ") at a directory of qvm's own (qvm creates it 0700), or fix this one";
-        if (Files.isSymbolicLink(dir) || !Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
-            throw unsafe(dir + " should be a private directory but is a symlink or a file" + fix);
-        }
-        int owner = (Integer) Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS);
-        if (owner != Posix.currentUid()) {
-            throw unsafe(dir + " is owned by uid " + owner + ", not by this process (uid " + Posix.currentUid()
-                    + "); another user may be squatting it" + fix);
-        }
-        java.util.Set<PosixFilePermission> mode = Files.getPosixFilePermissions(dir, LinkOption.NOFOLLOW_LINKS);
-        if (!mode.equals(PRIVATE)) {
-            throw unsafe(dir + " has mode " + PosixFilePermissions.toString(mode) + ", not rwx------: others can "
-                    + "reach what qvm keeps there" + fix + " (chmod 700 " + dir + " if it is qvm's alone)");
-        }
-    }
-
-    private static HostSetupException unsafe(String message) {
-        return new HostSetupException(HostSetupException.Problem.HOST_SETUP_NEEDED, message);
     }
 }

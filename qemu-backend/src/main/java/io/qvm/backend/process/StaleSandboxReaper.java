@@ -1,9 +1,10 @@
 package io.qvm.backend.process;
 
 import io.qvm.protocol.util.FileTrees;
+import io.qvm.protocol.util.PrivateDirectory;
+import io.qvm.protocol.util.UnsafeDirectoryException;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,21 +20,29 @@ import java.util.concurrent.TimeoutException;
  * Cleans up after owners that died without stopping their QEMU (JVM killed, host crash...).
  * Run it when a backend starts.
  *
- * <p>For each {@code sandboxes/<id>/} in the {@link StateDirectory}:
+ * <p>It acts only on state this user wrote: the state directory's root and {@code sandboxes/} must
+ * be private directories of this uid ({@link StateDirectory#checkPrivate}, checked before anything
+ * in them is read); a shared, foreign or symlinked root is refused as a whole. Then, for each
+ * {@code sandboxes/<id>/}:
  * <ol>
  *   <li>Read owner.json; if unreadable, or written on another host, leave it.
  *   <li>Is the owner alive? Its pid must be alive <em>and</em> have the recorded start instant
  *       (otherwise the pid was reused and the owner is gone). If alive, leave it.
  *   <li>Find the QEMU pid (owner.json, else QEMU's pidfile). It is "that QEMU" only if the pid is
- *       alive, its argv[0] matches the recorded binary, its arguments mention this sandbox (its
- *       pidfile path, or its id as a path segment such as its socket directory), and its start
- *       instant matches when recorded. A pid that fails any of these is never signalled.
+ *       alive, its argv can be read, its argv[0] matches the recorded binary, its arguments
+ *       mention this sandbox (its pidfile path, or its id as a path segment such as its socket
+ *       directory), <em>and</em> its start instant is the recorded one. A pid that fails any of
+ *       these — a missing recorded start instant and an unreadable argv included — is never
+ *       signalled.
  *   <li>If it is that QEMU: SIGTERM, wait, SIGKILL, wait. Then delete the state directory, the
- *       socket directory and the sandbox's cgroup ({@link CgroupTree}), if any.
+ *       socket directory — only if it is exactly {@code <runtime root>/<id>}
+ *       ({@link SocketPaths#dirOf}) and a private directory of ours — and the sandbox's cgroup
+ *       ({@link CgroupTree}), if any.
  * </ol>
  *
  * <pre>{@code
- * ReapReport report = new StaleSandboxReaper(StateDirectory.defaultLocation()).reap();
+ * ReapReport report = new StaleSandboxReaper(StateDirectory.defaultLocation(), SocketPaths.defaultRuntimeRoot(),
+ *         CgroupTree.system()).reap();
  * report.entries().forEach(e -> log(e.sandboxId() + ": " + e.outcome() + " — " + e.reason()));
  * }</pre>
  */
@@ -42,32 +51,37 @@ public final class StaleSandboxReaper {
     private static final System.Logger LOG = System.getLogger(StaleSandboxReaper.class.getName());
 
     private final StateDirectory states;
+    private final Path runtimeRoot;
     private final CgroupTree cgroups;
     private final Duration termWait;
     private final Duration killWait;
 
-    /** A reaper waiting 10 s after SIGTERM and 10 s after SIGKILL. */
-    public StaleSandboxReaper(StateDirectory states) {
-        this(states, null);
+    /**
+     * A reaper waiting 10 s after SIGTERM and 10 s after SIGKILL.
+     *
+     * @param runtimeRoot where {@link SocketPaths} put the sandboxes' socket directories: a
+     *     recorded runtime directory is deleted only if it is {@code <runtimeRoot>/<id>}
+     * @param cgroups where the sandboxes' cgroups are, removed with them (null: none)
+     */
+    public StaleSandboxReaper(StateDirectory states, Path runtimeRoot, CgroupTree cgroups) {
+        this(states, runtimeRoot, cgroups, StopLadder.DEFAULT_TERM_WAIT, StopLadder.DEFAULT_KILL_WAIT);
     }
 
-    /** A reaper that also removes a removed sandbox's cgroup in {@code cgroups} (null: none). */
-    public StaleSandboxReaper(StateDirectory states, CgroupTree cgroups) {
-        this(states, cgroups, StopLadder.DEFAULT_TERM_WAIT, StopLadder.DEFAULT_KILL_WAIT);
-    }
-
-    public StaleSandboxReaper(StateDirectory states, Duration termWait, Duration killWait) {
-        this(states, null, termWait, killWait);
-    }
-
-    public StaleSandboxReaper(StateDirectory states, CgroupTree cgroups, Duration termWait, Duration killWait) {
+    public StaleSandboxReaper(StateDirectory states, Path runtimeRoot, CgroupTree cgroups, Duration termWait,
+            Duration killWait) {
         this.states = Objects.requireNonNull(states, "states");
+        this.runtimeRoot = Objects.requireNonNull(runtimeRoot, "runtimeRoot").toAbsolutePath().normalize();
         this.cgroups = cgroups;
         this.termWait = positive("termWait", termWait);
         this.killWait = positive("killWait", killWait);
     }
 
-    /** Looks at every sandbox directory once; never throws for one bad sandbox. */
+    /**
+     * Looks at every sandbox directory once; never throws for one bad sandbox.
+     *
+     * @throws io.qvm.HostSetupException the state directory is not a private one of ours: nothing
+     *     in it was read, nothing was signalled or deleted
+     */
     public ReapReport reap() throws IOException {
         List<ReapReport.Entry> entries = new ArrayList<>();
         for (SandboxState s : states.list()) {
@@ -122,6 +136,14 @@ public final class StaleSandboxReaper {
             return remove(s, owner, ReapReport.Outcome.REMOVED, ownerGone + "; pid " + h.pid()
                     + " is alive but is not this sandbox's QEMU (" + mismatch.get() + "); left it alone");
         }
+        if (!ProcessIdentity.startProven(h, owner.qemuStartedAt())) {
+            return entry(s, ReapReport.Outcome.SKIPPED_UNVERIFIABLE, ownerGone + "; pid " + h.pid()
+                    + " is alive and its command line names this sandbox, but "
+                    + (owner.qemuStartedAt() == null ? "no QEMU start instant was recorded"
+                            : "its start instant cannot be read")
+                    + ", so it cannot be told from a process that got the same pid; not killing it (if it is this "
+                    + "sandbox's QEMU, stop it by hand: kill " + h.pid() + ", then run the reaper again)");
+        }
         String killed = kill(h);
         if (h.isAlive()) {
             return entry(s, ReapReport.Outcome.FAILED, ownerGone + "; QEMU pid " + h.pid() + " survived " + killed);
@@ -158,7 +180,7 @@ public final class StaleSandboxReaper {
         if (!mentions) {
             return Optional.of("its arguments mention neither " + pidFile + " nor a path with " + idSegment);
         }
-        if (!ProcessIdentity.startMatches(h, owner.qemuStartedAt())) {
+        if (ProcessIdentity.startDiffers(h, owner.qemuStartedAt())) {
             return Optional.of("it started at " + h.info().startInstant().orElse(null) + ", the recorded QEMU at "
                     + owner.qemuStartedAt());
         }
@@ -189,8 +211,9 @@ public final class StaleSandboxReaper {
     }
 
     private ReapReport.Entry remove(SandboxState s, OwnerRecord owner, ReapReport.Outcome outcome, String reason) {
+        String kept;
         try {
-            deleteRuntimeDir(s, owner);
+            kept = deleteRuntimeDir(s, owner);
             if (cgroups != null) {
                 cgroups.remove(s.id());
             }
@@ -198,21 +221,33 @@ public final class StaleSandboxReaper {
         } catch (IOException e) {
             return entry(s, ReapReport.Outcome.FAILED, reason + "; but deleting its state failed: " + e);
         }
-        return entry(s, outcome, reason);
+        return entry(s, outcome, reason + kept);
     }
 
-    /** Deletes the recorded socket directory, but only if it looks like this sandbox's. */
-    private static void deleteRuntimeDir(SandboxState s, OwnerRecord owner) throws IOException {
+    /**
+     * Deletes the sandbox's socket directory, but only if owner.json names exactly
+     * {@code <runtime root>/<id>} and that is a private directory of ours; else says why it was kept.
+     */
+    private String deleteRuntimeDir(SandboxState s, OwnerRecord owner) throws IOException {
         if (owner.runtimeDir() == null) {
-            return;
+            return "";
         }
-        Path dir = Path.of(owner.runtimeDir());
-        if (!dir.isAbsolute() || dir.getFileName() == null || !dir.getFileName().toString().equals(s.id())
-                || Files.isSymbolicLink(dir)) {
-            LOG.log(Level.WARNING, "not deleting runtime dir {0} of sandbox {1}: it is not <root>/{1}", dir, s.id());
-            return;
+        Path mine = SocketPaths.dirOf(runtimeRoot, s.id());
+        if (!owner.runtimeDir().equals(mine.toString())) {
+            LOG.log(Level.WARNING, "not deleting runtime dir {0} of sandbox {1}: it is not {2}", owner.runtimeDir(),
+                    s.id(), mine);
+            return "; its recorded runtime directory " + owner.runtimeDir() + " is not " + mine + ": left it";
         }
-        FileTrees.delete(dir);
+        try {
+            if (!PrivateDirectory.verifyIfPresent(runtimeRoot) || !PrivateDirectory.verifyIfPresent(mine)) {
+                return ""; // gone already
+            }
+        } catch (UnsafeDirectoryException e) {
+            LOG.log(Level.WARNING, "not deleting runtime dir {0} of sandbox {1}: {2}", mine, s.id(), e.getMessage());
+            return "; left its runtime directory: " + e.getMessage();
+        }
+        FileTrees.delete(mine);
+        return "";
     }
 
     private static ReapReport.Entry entry(SandboxState s, ReapReport.Outcome outcome, String reason) {

@@ -1,12 +1,13 @@
 package io.qvm.backend.process;
 
 import io.qvm.backend.QvmEnvironment;
+import io.qvm.protocol.util.PrivateDirectory;
+import io.qvm.protocol.util.UnsafeDirectoryException;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -20,8 +21,8 @@ import java.util.regex.Pattern;
  * whose owner died.
  *
  * <pre>
- * $QVM_STATE (default ~/.local/state/qvm)/
- *   sandboxes/             mode 0700 (an existing one must already be: see {@link SocketPaths#createPrivateDirectory})
+ * $QVM_STATE (default ~/.local/state/qvm)/   mode 0700
+ *   sandboxes/             mode 0700
  *     &lt;id&gt;/                 mode 0700, from its creation
  *       owner.json           see {@link OwnerRecord}; written atomically (temp file + rename)
  *       qemu.pid             QEMU's -pidfile
@@ -33,11 +34,17 @@ import java.util.regex.Pattern;
  *
  * Sockets do not live here (paths would be too long): see {@link SocketPaths}.
  *
+ * <p>The root and {@code sandboxes/} are private directories ({@link PrivateDirectory}): created
+ * 0700, or, if they exist, accepted only as real directories of this uid with mode 0700 — a
+ * shared, foreign or symlinked one is refused, never chmod-ed. That is checked before anything in
+ * them is read ({@link #list}, {@link #find}), since a reaper acts on what owner.json says: only
+ * this user can have written it.
+ *
  * <pre>{@code
  * StateDirectory states = StateDirectory.defaultLocation();
- * new StaleSandboxReaper(states).reap();                 // on backend start
+ * new StaleSandboxReaper(states, runtimeRoot, cgroups).reap(); // on backend start
  * String id = StateDirectory.newSandboxId();
- * SocketPaths sockets = SocketPaths.forSandbox(id).createDirectories();
+ * SocketPaths sockets = SocketPaths.forSandbox(runtimeRoot, id).createDirectories();
  * SandboxState state = states.create(id, argv0, sockets);
  * }</pre>
  */
@@ -99,34 +106,46 @@ public final class StateDirectory {
      * @param qemuBinary argv[0] of the QEMU command line
      * @param sockets the sandbox's socket paths (their directory is recorded for the reaper), or null
      * @throws java.nio.file.FileAlreadyExistsException if the sandbox already exists
+     * @throws io.qvm.HostSetupException the root or {@code sandboxes/} exists but is not private
      */
     public SandboxState create(String id, String qemuBinary, SocketPaths sockets) throws IOException {
         checkSandboxId(id);
-        Files.createDirectories(root);
-        SocketPaths.createPrivateDirectory(sandboxesDir());
-        Path dir = sandboxesDir().resolve(id);
-        if (Posix.supported(root)) {
-            // 0700 from the first instant (an umask-default 0755 directory chmod-ed later is readable meanwhile)
-            Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-        } else {
-            Files.createDirectory(dir);
-        }
+        Posix.privateDirectory(root, ELSEWHERE);
+        Posix.privateDirectory(sandboxesDir(), ELSEWHERE);
+        Path dir = PrivateDirectory.createNew(sandboxesDir().resolve(id));
         SandboxState state = new SandboxState(id, dir);
         state.write(OwnerRecord.forCurrentProcess(id, qemuBinary, sockets == null ? null : sockets.dir().toString()));
         return state;
     }
 
-    /** The sandbox {@code id}, if its directory exists. */
+    /**
+     * The sandbox {@code id}, if its directory exists.
+     *
+     * @throws io.qvm.HostSetupException the root or {@code sandboxes/} is not private ({@link #checkPrivate})
+     * @throws java.io.UncheckedIOException they cannot be examined
+     */
     public Optional<SandboxState> find(String id) {
         checkSandboxId(id);
+        try {
+            if (!checkPrivate()) {
+                return Optional.empty();
+            }
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
         Path dir = sandboxesDir().resolve(id);
         return Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS) ? Optional.of(new SandboxState(id, dir)) : Optional.empty();
     }
 
-    /** Every sandbox directory, sorted by id; entries that are not valid sandbox dirs are skipped. */
+    /**
+     * Every sandbox directory, sorted by id; entries that are not valid sandbox dirs are skipped.
+     *
+     * @throws io.qvm.HostSetupException the root or {@code sandboxes/} is not private ({@link #checkPrivate}):
+     *     nothing in it was read
+     */
     public List<SandboxState> list() throws IOException {
         List<SandboxState> out = new ArrayList<>();
-        if (!Files.isDirectory(sandboxesDir())) {
+        if (!checkPrivate()) {
             return out;
         }
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(sandboxesDir())) {
@@ -140,6 +159,26 @@ public final class StateDirectory {
         out.sort(Comparator.comparing(SandboxState::id));
         return out;
     }
+
+    /**
+     * Checks, before anything in them is read, that the root and {@code sandboxes/} are private
+     * directories of this uid ({@link PrivateDirectory}); creates nothing.
+     *
+     * @return false if either is missing (there is nothing to read), true if both are private
+     * @throws io.qvm.HostSetupException ({@code HOST_SETUP_NEEDED}) one is a symlink, not a
+     *     directory, another user's or not mode 0700 — the message names it and the fix
+     */
+    public boolean checkPrivate() throws IOException {
+        try {
+            return PrivateDirectory.verifyIfPresent(root) && PrivateDirectory.verifyIfPresent(sandboxesDir());
+        } catch (UnsafeDirectoryException e) {
+            throw Posix.unsafe(e, ELSEWHERE);
+        }
+    }
+
+    /** How to give qvm another state directory, for the messages that refuse one. */
+    static final String ELSEWHERE = "qvm keeps its sandboxes' state there; set " + QvmEnvironment.STATE
+            + " (the CLI: --state-dir) to a directory of its own to use another";
 
     @Override
     public String toString() {

@@ -4,6 +4,7 @@ import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.util.Sha256;
 import io.qvm.backend.process.Posix;
 import io.qvm.protocol.util.FileTrees;
+import io.qvm.protocol.util.PrivateDirectory;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -190,8 +191,7 @@ public final class TemplateStore {
             progress.accept(first.why() + "; rebuilding it");
         }
         try {
-            Files.createDirectories(root);
-            privateDirectory(root);
+            PrivateDirectory.ensure(root); // created 0700, or refused as found: never chmod-ed
             Path locks = root.resolve(".locks");
             Files.createDirectories(locks);
             Path lockFile = locks.resolve(key.id() + ".lock");

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.qvm.HostSetupException;
 import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
+import io.qvm.protocol.util.PrivateDirectory;
 import io.qvm.protocol.util.Sha256;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -151,6 +152,8 @@ class ImageZipTest {
     @Test
     void aLeftoverOfADeadUnpackIsRemovedByTheNext() throws IOException {
         TestImages.install(repo, VERSION, Arch.X86_64, sound);
+        // the cache root as the resolver makes it (private); a dead unpack's leftover in it
+        PrivateDirectory.ensure(cache.resolve("images-maven"));
         Path leftover = Files.createDirectories(cache.resolve("images-maven").resolve(".unpack-123").resolve("x86_64"));
         Files.writeString(leftover.resolve("vmlinuz"), "half");
         Files.setLastModifiedTime(leftover.getParent(), java.nio.file.attribute.FileTime.fromMillis(0));
@@ -158,6 +161,35 @@ class ImageZipTest {
         resolver().build().resolve(Arch.X86_64);
         assertFalse(Files.exists(leftover.getParent()), "an hour-old unpack directory is a dead process's");
         assertTrue(Files.exists(fresh), "a recent one may be another process's, still at work");
+    }
+
+    @Test
+    void aSharedOrSymlinkedCacheRootIsRefusedAndLeftAsItWas() throws IOException {
+        TestImages.install(repo, VERSION, Arch.X86_64, sound);
+        Path root = Files.createDirectories(cache.resolve("images-maven"));
+        Files.setPosixFilePermissions(root, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxr-x"));
+        HostSetupException e = assertThrows(HostSetupException.class, () -> resolver().build().resolve(Arch.X86_64));
+        assertEquals(HostSetupException.Problem.HOST_SETUP_NEEDED, e.problem());
+        assertTrue(e.getMessage().contains(root.toString()) && e.getMessage().contains("rwxrwxr-x")
+                && e.getMessage().contains("QVM_CACHE"), e.getMessage());
+        assertEquals("rwxrwxr-x", java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(root)),
+                "never chmod-ed");
+        assertEquals(List.of(), ImageResolverTest.entries(root), "nothing unpacked into it");
+
+        Files.delete(root);
+        Path elsewhere = PrivateDirectory.ensure(tmp.resolve("elsewhere"));
+        Files.createSymbolicLink(root, elsewhere);
+        assertEquals(HostSetupException.Problem.HOST_SETUP_NEEDED,
+                assertThrows(HostSetupException.class, () -> resolver().build().resolve(Arch.X86_64)).problem());
+        assertEquals(List.of(), ImageResolverTest.entries(elsewhere), "nothing unpacked through the link");
+    }
+
+    @Test
+    void theCacheRootIsCreatedPrivate() throws IOException {
+        TestImages.install(repo, VERSION, Arch.X86_64, sound);
+        resolver().build().resolve(Arch.X86_64);
+        assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(cache.resolve("images-maven"))));
     }
 
     @Test

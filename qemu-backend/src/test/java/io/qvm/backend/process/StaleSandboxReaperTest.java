@@ -3,13 +3,19 @@ package io.qvm.backend.process;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.qvm.HostSetupException;
+import io.qvm.protocol.util.PrivateDirectory;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserPrincipal;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -34,7 +40,7 @@ class StaleSandboxReaperTest {
     void setUp() {
         states = StateDirectory.at(tmp.resolve("state"));
         runtimeRoot = tmp.resolve("run");
-        reaper = new StaleSandboxReaper(states, Duration.ofSeconds(1), LONG);
+        reaper = new StaleSandboxReaper(states, runtimeRoot, null, Duration.ofSeconds(1), LONG);
     }
 
     @AfterEach
@@ -85,13 +91,17 @@ class StaleSandboxReaperTest {
 
     @Test
     @Tag("qemu")
-    void findsTheQemuThroughItsPidfileWhenThePidWasNeverRecorded() throws Exception {
+    void aQemuFoundOnlyThroughItsPidfileIsNotSignalledWithoutARecordedStartInstant() throws Exception {
         String qemu = requireQemu();
         SandboxState s = sandbox("dead2", qemu, processes.deadPid(), null);
         Process p = startQemu(s, qemu);
 
-        assertEquals(ReapReport.Outcome.KILLED_AND_REMOVED, reaper.reap().entry("dead2").orElseThrow().outcome());
-        await().atMost(LONG).until(() -> !p.isAlive());
+        ReapReport.Entry e = reaper.reap().entry("dead2").orElseThrow();
+
+        assertEquals(ReapReport.Outcome.SKIPPED_UNVERIFIABLE, e.outcome(), e.reason());
+        assertTrue(e.reason().contains("kill " + p.pid()), e.reason());
+        assertTrue(p.isAlive(), "a pid without its recorded start instant is never signalled");
+        assertTrue(Files.exists(s.ownerFile()), "its state stays for whoever stops it by hand");
     }
 
     @Test
@@ -177,6 +187,7 @@ class StaleSandboxReaperTest {
         s.write(s.owner().withQemu(processes.deadPid(), null));
         assertEquals(ReapReport.Outcome.REMOVED, reaper.reap().entry("gone").orElseThrow().outcome());
         assertFalse(Files.exists(s.dir()));
+        assertFalse(Files.exists(runtimeRoot.resolve("gone")), "its own <runtime root>/<id> goes with it");
     }
 
     @Test
@@ -190,7 +201,7 @@ class StaleSandboxReaperTest {
                 ProcessHandle.current().info().startInstant().orElse(null));
         CgroupTree.Cgroup kept = cgroups.create("alivecg", 1 << 30, 100);
 
-        ReapReport report = new StaleSandboxReaper(states, cgroups, Duration.ofSeconds(1), LONG).reap();
+        ReapReport report = new StaleSandboxReaper(states, runtimeRoot, cgroups, Duration.ofSeconds(1), LONG).reap();
 
         assertEquals(ReapReport.Outcome.REMOVED, report.entry("gonecg").orElseThrow().outcome());
         assertFalse(Files.exists(g.dir()), "the stale sandbox's cgroup is removed");
@@ -219,5 +230,128 @@ class StaleSandboxReaperTest {
     @Test
     void emptyStateDirectoryIsFine() throws Exception {
         assertTrue(reaper.reap().entries().isEmpty());
+    }
+
+    // ---- what the reaper acts on must be this user's own (issue 19) ---------------------------------
+
+    /** A real process of ours and a directory with a file in it, which a planted owner.json aims at. */
+    private record Canary(Process process, Path dir) {
+    }
+
+    /**
+     * Plants {@code root/sandboxes/<id>/owner.json} as a hostile user would: the owner gone, the
+     * "QEMU" a real process of ours whose argv names the sandbox's pidfile and whose start instant
+     * is recorded exactly, the runtime directory exactly {@code <runtime root>/<id>} with a file in
+     * it. Every check the reaper makes per sandbox passes: only the check of the root protects them.
+     */
+    private Canary plant(Path root, String id) throws Exception {
+        Path dir = PrivateDirectory.ensureChain(root, root.resolve("sandboxes").resolve(id));
+        SandboxState s = new SandboxState(id, dir);
+        Path runtimeDir = PrivateDirectory.ensureChain(runtimeRoot, runtimeRoot.resolve(id));
+        Files.writeString(runtimeDir.resolve("canary"), "must survive");
+        Process p = startNaming(s.pidFile());
+        s.write(new OwnerRecord(id, HostName.get(), processes.deadPid(), null, Instant.now(), "sh",
+                runtimeDir.toString(), p.pid(), p.toHandle().info().startInstant().orElseThrow()));
+        return new Canary(p, runtimeDir);
+    }
+
+    /** {@code sh -c 'read x' <path>}: a real process that runs until its stdin closes, its argv naming {@code path}. */
+    private Process startNaming(Path path) throws Exception {
+        Process p = processes.start("sh", "-c", "read x", path.toString());
+        // until the child has exec'd, its command line is still this JVM's
+        await().atMost(LONG).until(() -> ProcessIdentity.commandLine(p.toHandle())
+                .map(argv -> argv.contains(path.toString())).orElse(false));
+        return p;
+    }
+
+    private static void assertSurvived(Canary c) {
+        assertTrue(c.process().isAlive(), "the canary process was never signalled");
+        assertTrue(Files.exists(c.dir().resolve("canary")), "the canary directory was never deleted");
+    }
+
+    private void assertRefused(Path root, String what) {
+        StaleSandboxReaper r = new StaleSandboxReaper(StateDirectory.at(root), runtimeRoot, null, Duration.ofSeconds(1),
+                LONG);
+        HostSetupException e = assertThrows(HostSetupException.class, r::reap, "a reaper on " + root);
+        assertEquals(HostSetupException.Problem.HOST_SETUP_NEEDED, e.problem());
+        assertTrue(e.getMessage().contains(what) && e.getMessage().contains("QVM_STATE"), e.getMessage());
+    }
+
+    @Test
+    @Tag("security")
+    void aStateRootOfAnotherUserIsNeverReadAndItsBaitIsNotTaken() throws Exception {
+        assumeTrue(Posix.currentUid() == 0, "only root can give a directory to another user (the suite runs as root)");
+        Path planted = tmp.resolve("planted");
+        Canary c = plant(planted, "victim");
+        UserPrincipal nobody = tmp.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName("nobody");
+        try (Stream<Path> all = Files.walk(planted)) {
+            for (Path p : all.toList()) {
+                Files.setOwner(p, nobody);
+            }
+        }
+
+        assertRefused(planted, "owned by uid");
+
+        assertSurvived(c);
+        assertTrue(Files.exists(planted.resolve("sandboxes/victim/owner.json")), "nothing of theirs was deleted either");
+    }
+
+    @Test
+    @Tag("security")
+    void aStateRootOfOursThatIsSharedOrASymlinkIsRefusedBeforeAnythingIsRead() throws Exception {
+        Path root = tmp.resolve("mine");
+        Canary c = plant(root, "victim");
+        Path sandboxes = root.resolve("sandboxes");
+
+        Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwxr-xr-x"));
+        assertRefused(root, "rwxr-xr-x");
+        assertEquals("rwxr-xr-x", PosixFilePermissions.toString(Files.getPosixFilePermissions(root)), "never chmod-ed");
+        Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwx------"));
+        Files.setPosixFilePermissions(sandboxes, PosixFilePermissions.fromString("rwxrwxrwx"));
+        assertRefused(root, "rwxrwxrwx");
+        Files.setPosixFilePermissions(sandboxes, PosixFilePermissions.fromString("rwx------"));
+        assertRefused(Files.createSymbolicLink(tmp.resolve("link"), root), "symlink");
+        assertSurvived(c);
+
+        // the control: the same root, private again, is reaped — the bait was real
+        ReapReport.Entry e = new StaleSandboxReaper(StateDirectory.at(root), runtimeRoot, null, Duration.ofSeconds(1),
+                LONG).reap().entry("victim").orElseThrow();
+        assertEquals(ReapReport.Outcome.KILLED_AND_REMOVED, e.outcome(), e.reason());
+        await().atMost(LONG).until(() -> !c.process().isAlive());
+        assertFalse(Files.exists(c.dir()));
+    }
+
+    @Test
+    @Tag("security")
+    void aQemuPidWithoutARecordedStartInstantIsNeverSignalled() throws Exception {
+        SandboxState s = sandbox("nostart", "sh", processes.deadPid(), null);
+        Process p = startNaming(s.pidFile());
+        s.write(s.owner().withQemu(p.pid(), null));
+
+        ReapReport.Entry e = reaper.reap().entry("nostart").orElseThrow();
+
+        assertEquals(ReapReport.Outcome.SKIPPED_UNVERIFIABLE, e.outcome(), e.reason());
+        assertTrue(e.reason().contains("no QEMU start instant was recorded"), e.reason());
+        assertTrue(p.isAlive(), "its argv names the sandbox, but without the start instant it is no proof");
+        assertTrue(Files.exists(s.ownerFile()));
+    }
+
+    @Test
+    @Tag("security")
+    void aRecordedRuntimeDirectoryOtherThanRuntimeRootSlashIdIsNeverDeleted() throws Exception {
+        SandboxState s = sandbox("elsewhere", "qemu-system-x86_64", processes.deadPid(), null);
+        // named like the sandbox, as the old check wanted, but not in the runtime root: /home/alice/src, say
+        Path victim = Files.createDirectories(tmp.resolve("home/alice/elsewhere"));
+        Files.writeString(victim.resolve("precious"), "x");
+        OwnerRecord o = s.owner();
+        s.write(new OwnerRecord(o.sandboxId(), o.hostName(), o.ownerPid(), o.ownerStartedAt(), o.createdAt(),
+                o.qemuBinary(), victim.toString(), null, null));
+
+        ReapReport.Entry e = reaper.reap().entry("elsewhere").orElseThrow();
+
+        assertEquals(ReapReport.Outcome.REMOVED, e.outcome(), e.reason());
+        assertTrue(e.reason().contains("is not " + runtimeRoot.resolve("elsewhere")), e.reason());
+        assertTrue(Files.exists(victim.resolve("precious")));
+        assertFalse(Files.exists(s.dir()), "its state directory, which is ours, goes");
     }
 }

@@ -199,6 +199,38 @@ class StateDirectoryTest {
     }
 
     @Test
+    @Tag("security")
+    void aSharedOrSymlinkedStateRootIsRefusedLeftAsItWasAndNeverListed() throws Exception {
+        Path shared = Files.createDirectory(tmp.resolve("shared-state"));
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxr-xr-x"));
+        StateDirectory states = StateDirectory.at(shared);
+        HostSetupException e = assertThrows(HostSetupException.class, () -> states.create("x", "qemu", null));
+        assertEquals(HostSetupException.Problem.HOST_SETUP_NEEDED, e.problem());
+        assertTrue(e.getMessage().contains("rwxr-xr-x") && e.getMessage().contains("chmod 700 " + shared)
+                && e.getMessage().contains("QVM_STATE"), e.getMessage());
+        assertEquals("rwxr-xr-x", PosixFilePermissions.toString(Files.getPosixFilePermissions(shared)));
+        assertFalse(Files.exists(shared.resolve("sandboxes")), "nothing was created in it");
+        Files.createDirectories(shared.resolve("sandboxes/y"));
+        assertThrows(HostSetupException.class, states::list, "nothing is read from it either");
+        assertThrows(HostSetupException.class, () -> states.find("y"));
+
+        Path link = Files.createSymbolicLink(tmp.resolve("state-link"), StateDirectory.at(tmp.resolve("real")).create(
+                "z", "qemu", null).dir().getParent().getParent());
+        assertThrows(HostSetupException.class, () -> StateDirectory.at(link).list());
+        assertThrows(HostSetupException.class, () -> StateDirectory.at(link).create("w", "qemu", null));
+    }
+
+    @Test
+    void aMissingStateRootListsNothingAndIsNotCreatedByReading() throws Exception {
+        StateDirectory states = StateDirectory.at(tmp.resolve("absent"));
+        assertEquals(List.of(), states.list());
+        assertTrue(states.find("a").isEmpty());
+        assertFalse(Files.exists(tmp.resolve("absent")));
+        states.create("a", "qemu", null);
+        assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(tmp.resolve("absent"))));
+    }
+
+    @Test
     void ownerRecordRoundTrips() throws Exception {
         SandboxState s = StateDirectory.at(tmp).create("e", "/usr/bin/qemu-system-x86_64", null);
         Process p = processes.start("sleep", "600");

@@ -312,6 +312,20 @@ class TemplateStoreTest {
     }
 
     @Test
+    @Tag("security")
+    void anExistingSharedTemplateRootIsRefusedNeverChmodded() throws Exception {
+        Path root = Files.createDirectories(store.root());
+        Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwxr-xr-x"));
+        TemplateException e = assertThrows(TemplateException.class, this::obtain);
+        assertTrue(e.getMessage().contains("rwxr-xr-x") && e.getMessage().contains("chmod 700 " + root), e.getMessage());
+        assertEquals("rwxr-xr-x", PosixFilePermissions.toString(Files.getPosixFilePermissions(root)), "left as it was");
+        assertEquals(0, builder.calls.get(), "nothing was built in it");
+        Files.delete(root);
+        assertEquals(KEY.id(), obtain().id(), "a root qvm creates itself is used");
+        assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(root)));
+    }
+
+    @Test
     void aForeignOwnedStateFileIsRefused() throws Exception {
         assumeTrue(Posix.currentUid() == 0, "only root can give a file to another user");
         assertRefusedAndRebuilt("state belongs to uid 12345", t -> Files.setAttribute(t.stateFile(), "unix:uid", 12345));
@@ -416,6 +430,7 @@ class TemplateStoreTest {
 
     @Test
     void aStaleBuildOfADeadProcessIsRemovedByTheNextBuild() throws Exception {
+        io.qvm.protocol.util.PrivateDirectory.ensure(store.root()); // the root as obtain() makes it: private
         Files.createDirectories(store.root().resolve(".build-" + KEY.id() + "-deadbeef0000"));
         Files.writeString(store.root().resolve(".build-" + KEY.id() + "-deadbeef0000").resolve(Template.STATE), "x");
         obtain();

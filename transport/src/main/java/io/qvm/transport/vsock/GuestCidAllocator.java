@@ -1,5 +1,6 @@
 package io.qvm.transport.vsock;
 
+import io.qvm.protocol.util.PrivateDirectory;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -27,7 +28,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * per process).
  *
  * <p>The lock directory (and, for {@link #defaults()}, the per-user directory above it, which may
- * sit in the world-writable {@code /tmp}) must be private: created 0700 by this allocator, or
+ * sit in the world-writable {@code /tmp}) must be private ({@link PrivateDirectory}): created 0700 by this allocator, or
  * already a real directory owned by this uid with mode 0700. Anything else — a symlink planted
  * by another user, a directory of another owner, a shared mode — is refused, never followed or
  * repaired, and lock files are opened without following symlinks. Otherwise a root qvm could be
@@ -96,7 +97,7 @@ public final class GuestCidAllocator {
      * @throws IOException the directory is unusable, or every CID in the range is held
      */
     public GuestCid allocate() throws IOException {
-        PrivateDirectories.ensure(privateFrom, dir);
+        PrivateDirectory.ensureChain(privateFrom, dir);
         for (int cid = first; cid <= last; cid++) {
             Path file = dir.resolve("cid-" + cid + ".lock");
             if (!HELD_IN_THIS_JVM.add(file)) {
