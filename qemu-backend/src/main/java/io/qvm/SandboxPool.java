@@ -367,20 +367,41 @@ public final class SandboxPool implements AutoCloseable {
                 if (mine.isEmpty()) {
                     reusable.remove(key);
                 }
-                if (s.isAlive()) {
+                if (usable(s, true)) {
                     return s;
                 }
-                dropLocked(s);
             }
         }
         Sandbox s;
         while ((s = fresh.pollFirst()) != null) {
-            if (s.isAlive()) {
+            if (usable(s, false)) {
                 return s;
             }
-            dropLocked(s);
         }
         return null;
+    }
+
+    /**
+     * Under the lock, for an idle sandbox just taken from its queue: true if it may serve; else
+     * it is closed (dead, or past its idle timeout or lifetime though the expiry thread has not
+     * come round to it yet).
+     */
+    private boolean usable(Sandbox s, boolean reused) {
+        if (!s.isAlive()) {
+            dropLocked(s);
+            return false;
+        }
+        Lease l = leases.get(s);
+        long now = System.nanoTime();
+        if (now - l.bornNanos >= maxLifetime.toNanos()) {
+            expire(s, "its maximum lifetime of " + maxLifetime);
+            return false;
+        }
+        if (reused && now - l.idleSinceNanos >= idleTimeout.toNanos()) {
+            expire(s, "no request for " + idleTimeout);
+            return false;
+        }
+        return true;
     }
 
     /** Whether a sandbox that served {@code key} may serve it again under the policy. */
@@ -512,11 +533,13 @@ public final class SandboxPool implements AutoCloseable {
                 s.close();
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "closing " + s.id() + ": " + e);
+            } finally {
+                closing.remove(Thread.currentThread()); // a long-lived pool keeps no finished closer (nor its sandbox)
             }
         }, "qvm-pool-close-" + s.id());
         t.setDaemon(false);
-        t.start();
         closing.add(t);
+        t.start();
     }
 
     /** This pool's closer threads, which {@link #close()} waits for. */
@@ -545,14 +568,21 @@ public final class SandboxPool implements AutoCloseable {
             return s;
         } catch (RuntimeException e) {
             failedStarts.incrementAndGet();
-            if (s != null) {
-                s.close();
-            }
             lock.lock();
             try {
+                if (s != null) {
+                    leases.remove(s);
+                }
                 live--;
             } finally {
                 lock.unlock();
+            }
+            if (s != null) {
+                try {
+                    s.close();
+                } catch (RuntimeException closing) {
+                    e.addSuppressed(closing);
+                }
             }
             throw e;
         } finally {

@@ -101,6 +101,31 @@ public final class E2e {
         return jar;
     }
 
+    /**
+     * {@link #packageJar} for a test worker: with the BOM entry every worker jar carries, listing
+     * no Maven dependency (the probe classes have none), so an image build pinned to
+     * {@link #NO_DEPENDENCIES} accepts it.
+     */
+    static Path packageWorkerJar(Path jar, Class<?> mainClass) throws IOException {
+        Files.createDirectories(jar.getParent());
+        Manifest mf = new Manifest();
+        mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, mainClass.getName());
+        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf)) {
+            addPackage(j, mainClass);
+            j.putNextEntry(new JarEntry(io.qvm.image.WorkerLock.BOM_ENTRY));
+            j.write(EMPTY_BOM.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            j.closeEntry();
+        }
+        return jar;
+    }
+
+    /** A CycloneDX BOM of no components: a test worker's. */
+    static final String EMPTY_BOM = "{\"bomFormat\": \"CycloneDX\", \"specVersion\": \"1.6\", \"components\": []}";
+
+    /** The dependency lock of a test worker that has no Maven dependencies. */
+    static final io.qvm.image.WorkerLock NO_DEPENDENCIES = io.qvm.image.WorkerLock.of(java.util.Map.of());
+
     /** Adds every class of {@code member}'s package, as built, to {@code j}. */
     static void addPackage(JarOutputStream j, Class<?> member) throws IOException {
         Path classes;

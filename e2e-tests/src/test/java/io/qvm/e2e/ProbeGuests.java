@@ -41,9 +41,9 @@ final class ProbeGuests {
 
     /** An x86_64 image in {@code dir} whose worker is {@code mainClass} of {@code io.qvm.probe}. */
     static ImageBuilder.Result image(Path dir, Class<?> mainClass) throws IOException {
-        Path jar = E2e.packageJar(dir.resolve("worker.jar"), mainClass);
+        Path jar = E2e.packageWorkerJar(dir.resolve("worker.jar"), mainClass);
         return ImageBuilder.builder().arch(Arch.X86_64).outDir(dir.resolve("image")).workerJar(jar)
-                .progress(l -> E2e.log("[" + mainClass.getSimpleName() + " image] " + l)).build().run();
+                .workerLock(E2e.NO_DEPENDENCIES).progress(l -> E2e.log("[" + mainClass.getSimpleName() + " image] " + l)).build().run();
     }
 
     /**

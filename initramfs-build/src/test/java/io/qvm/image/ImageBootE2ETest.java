@@ -75,15 +75,15 @@ class ImageBootE2ETest {
         Path jar = echoWorkerJar(tmp);
 
         ImageBuilder.Result a = ImageBuilder.builder().arch(Arch.X86_64).outDir(tmp.resolve("a"))
-                .workerJar(jar).progress(l -> System.err.println("[image] " + l)).build().run();
+                .workerJar(jar).workerLock(NO_DEPENDENCIES).progress(l -> System.err.println("[image] " + l)).build().run();
         ImageBuilder.Result b = ImageBuilder.builder().arch(Arch.X86_64).outDir(tmp.resolve("b"))
-                .workerJar(jar).build().run();
+                .workerJar(jar).workerLock(NO_DEPENDENCIES).build().run();
         assertArrayEquals(Files.readAllBytes(a.dir().resolve(ImageBuilder.INITRAMFS)),
                 Files.readAllBytes(b.dir().resolve(ImageBuilder.INITRAMFS)),
                 "two builds from the same lock must give the same initramfs");
         assertEquals(a.sha256(), b.sha256());
         assertTrue(ImageInfo.read(tmp.resolve("a"), Arch.X86_64).ok());
-        assertTrue(ImageBuilder.builder().arch(Arch.X86_64).outDir(tmp.resolve("a")).workerJar(jar)
+        assertTrue(ImageBuilder.builder().arch(Arch.X86_64).outDir(tmp.resolve("a")).workerJar(jar).workerLock(NO_DEPENDENCIES)
                 .build().upToDate());
         // An image built by another recipe (an older init or OCI config) is rebuilt, not reused.
         Path c = tmp.resolve("c").resolve(Arch.X86_64.id());
@@ -103,7 +103,7 @@ class ImageBootE2ETest {
         }
         Files.writeString(c.resolve(ImageBuilder.SHA256SUMS), sums);
         assertTrue(ImageInfo.read(tmp.resolve("c"), Arch.X86_64).ok(), "the copy verifies");
-        assertFalse(ImageBuilder.builder().arch(Arch.X86_64).outDir(tmp.resolve("c")).workerJar(jar)
+        assertFalse(ImageBuilder.builder().arch(Arch.X86_64).outDir(tmp.resolve("c")).workerJar(jar).workerLock(NO_DEPENDENCIES)
                 .build().upToDate(), "another recipe must rebuild");
 
         Path sock = tmp.resolve("w.sock");
@@ -255,7 +255,16 @@ class ImageBootE2ETest {
                 in.transferTo(out);
             }
             out.closeEntry();
+            JarEntry bom = new JarEntry(WorkerLock.BOM_ENTRY); // every worker jar carries its BOM: this one lists nothing
+            bom.setTime(0);
+            out.putNextEntry(bom);
+            out.write("{\"bomFormat\": \"CycloneDX\", \"specVersion\": \"1.6\", \"components\": []}"
+                    .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            out.closeEntry();
         }
         return jar;
     }
+
+    /** The echo worker has no Maven dependencies, and is pinned as such. */
+    static final WorkerLock NO_DEPENDENCIES = WorkerLock.of(java.util.Map.of());
 }

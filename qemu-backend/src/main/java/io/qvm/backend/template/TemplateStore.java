@@ -154,6 +154,11 @@ public final class TemplateStore {
      * is deleted; {@link Lookup#why()} says what was wrong.
      */
     public Lookup find(TemplateKey key) {
+        try {
+            PrivateDirectory.verifyIfPresent(root); // nothing is read, restored or deleted from a shared root
+        } catch (IOException e) {
+            return Lookup.missing("the template directory is refused: " + e.getMessage());
+        }
         Path dir = root.resolve(key.id());
         if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
             return Lookup.missing(ABSENT);
@@ -219,8 +224,7 @@ public final class TemplateStore {
             throws IOException {
         removeStaleBuilds(key);
         Path tmp = root.resolve(".build-" + key.id() + "-" + random());
-        Files.createDirectory(tmp);
-        privateDirectory(tmp);
+        PrivateDirectory.createNew(tmp);
         try {
             Built built;
             try {
@@ -388,7 +392,7 @@ public final class TemplateStore {
     /** Every template directory, with its metadata (not verified: {@link #find} does that). */
     public List<Listed> list() throws IOException {
         List<Listed> out = new ArrayList<>();
-        if (!Files.isDirectory(root)) {
+        if (!PrivateDirectory.verifyIfPresent(root)) {
             return out;
         }
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(root)) {
@@ -534,12 +538,6 @@ public final class TemplateStore {
             for (Path d : ds) {
                 deleteQuietly(d);
             }
-        }
-    }
-
-    private static void privateDirectory(Path dir) throws IOException {
-        if (Posix.supported(dir)) {
-            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
         }
     }
 

@@ -326,6 +326,19 @@ class TemplateStoreTest {
     }
 
     @Test
+    @Tag("security")
+    void aTemplateInARootThatBecameSharedIsNeverRestoredListedOrDeleted() throws Exception {
+        Template t = obtain();
+        Files.setPosixFilePermissions(store.root(), PosixFilePermissions.fromString("rwxrwxrwx"));
+        TemplateStore.Lookup found = store.find(KEY);
+        assertTrue(found.template().isEmpty() && found.why().contains("refused"), found.why());
+        assertThrows(java.io.IOException.class, store::list);
+        assertTrue(Files.exists(t.dir().resolve(Template.STATE)), "nothing in it was deleted");
+        Files.setPosixFilePermissions(store.root(), PosixFilePermissions.fromString("rwx------"));
+        assertEquals(t.id(), store.find(KEY).template().orElseThrow().id());
+    }
+
+    @Test
     void aForeignOwnedStateFileIsRefused() throws Exception {
         assumeTrue(Posix.currentUid() == 0, "only root can give a file to another user");
         assertRefusedAndRebuilt("state belongs to uid 12345", t -> Files.setAttribute(t.stateFile(), "unix:uid", 12345));
