@@ -173,15 +173,21 @@ class CloneE2ETest {
         }
     }
 
+    /**
+     * Ten, not twenty as before issue 19: on QEMU 7.2 each clone now reads the template's whole RAM
+     * (full-state templates), seconds a clone under TCG; the reliability load runs the long series.
+     */
+    private static final int DOCUMENTS = 10;
+
     @Test
-    void aPerRequestPoolRendersTwentyDocumentsInTwentyClonesAndLeavesNothingRunning() throws Exception {
+    void aPerRequestPoolRendersTenDocumentsInTenClonesAndLeavesNothingRunning() throws Exception {
         QemuVmBackend b = backend();
         SandboxConfig config = E2e.config().build();
         b.buildTemplate(config);
         List<String> ids = new ArrayList<>();
         try (SandboxPool pool = SandboxPool.builder(b, config).recycle(SandboxPool.Recycle.perRequest())
                 .minIdle(1).maxSandboxes(2).build()) {
-            for (int i = 0; i < 20; i++) {
+            for (int i = 0; i < DOCUMENTS; i++) {
                 RenderRequest r = svg(i);
                 int want = 40 + i;
                 RenderResult result = pool.withSandbox(s -> {
@@ -195,11 +201,11 @@ class CloneE2ETest {
             }
             SandboxPool.PoolStats stats = pool.stats();
             E2e.log("pool: " + stats);
-            assertEquals(20, stats.recycled(), "every sandbox was closed after its one request");
+            assertEquals(DOCUMENTS, stats.recycled(), "every sandbox was closed after its one request");
             assertEquals(0, stats.started(), "no cold boot");
         }
         Set<String> distinct = new HashSet<>(ids);
-        assertEquals(20, distinct.size(), "20 documents, 20 different clones: " + ids);
+        assertEquals(DOCUMENTS, distinct.size(), DOCUMENTS + " documents, as many different clones: " + ids);
         await().atMost(Duration.ofMinutes(1)).until(() -> E2e.processesMentioning(state.toString()).isEmpty());
         try (var dirs = Files.list(state.resolve("sandboxes"))) {
             assertEquals(0, dirs.count(), "no sandbox state left");

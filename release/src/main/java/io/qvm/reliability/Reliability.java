@@ -72,9 +72,13 @@ public final class Reliability {
             return new Options(50, 2000, 1000, 2, 10, 5);
         }
 
-        /** The slice the test suite runs. */
+        /**
+         * The slice the test suite runs: 10 load requests, one in five hostile (a time-out, then a
+         * refused document). Ten, not twenty as before issue 19: each load request is a fresh
+         * clone, and on QEMU 7.2 a clone now reads the template's whole RAM (seconds under TCG).
+         */
         public static Options slice() {
-            return new Options(1, 20, 20, 2, 10, 1);
+            return new Options(1, 20, 10, 2, 5, 1);
         }
     }
 
