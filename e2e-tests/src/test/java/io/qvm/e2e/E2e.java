@@ -91,13 +91,24 @@ public final class E2e {
      * the server of {@code io.qvm.consumer}), {@code mainClass} its Main-Class.
      */
     static Path packageJar(Path jar, Class<?> mainClass) throws IOException {
+        return packageJar(jar, mainClass, false);
+    }
+
+    private static Path packageJar(Path jar, Class<?> mainClass, boolean withEmptyBom) throws IOException {
         Files.createDirectories(jar.getParent());
         Manifest mf = new Manifest();
         mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
         mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, mainClass.getName());
         try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf)) {
             addPackage(j, mainClass);
+            if (withEmptyBom) {
+                j.putNextEntry(new JarEntry(io.qvm.image.WorkerLock.BOM_ENTRY));
+                j.write(EMPTY_BOM.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                j.closeEntry();
+            }
         }
+        return jar;
+    }
         return jar;
     }
 
@@ -107,17 +118,7 @@ public final class E2e {
      * {@link #NO_DEPENDENCIES} accepts it.
      */
     static Path packageWorkerJar(Path jar, Class<?> mainClass) throws IOException {
-        Files.createDirectories(jar.getParent());
-        Manifest mf = new Manifest();
-        mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
-        mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, mainClass.getName());
-        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf)) {
-            addPackage(j, mainClass);
-            j.putNextEntry(new JarEntry(io.qvm.image.WorkerLock.BOM_ENTRY));
-            j.write(EMPTY_BOM.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-            j.closeEntry();
-        }
-        return jar;
+        return packageJar(jar, mainClass, true);
     }
 
     /** A CycloneDX BOM of no components: a test worker's. */
