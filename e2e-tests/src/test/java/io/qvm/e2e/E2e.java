@@ -109,8 +109,6 @@ public final class E2e {
         }
         return jar;
     }
-        return jar;
-    }
 
     /**
      * {@link #packageJar} for a test worker: with the BOM entry every worker jar carries, listing
