@@ -52,21 +52,7 @@ public final class WorkerBoms {
     /** A jar holding {@code bom} at {@link WorkerBom#ENTRY} and one class-like file. */
     public static byte[] jar(Bom bom) {
         try {
-            String json = BomGeneratorFactory.createJson(Version.VERSION_16, bom).toJsonString();
-            ByteArrayOutputStream out = new ByteArrayOutputStream();
-            try (ZipOutputStream zip = new ZipOutputStream(out)) {
-                ZipEntry e = new ZipEntry("io/qvm/worker/Main.class");
-                e.setTime(0);
-                zip.putNextEntry(e);
-                zip.write(new byte[] {(byte) 0xca, (byte) 0xfe, (byte) 0xba, (byte) 0xbe});
-                ZipEntry b = new ZipEntry(WorkerBom.ENTRY);
-                b.setTime(0);
-                zip.putNextEntry(b);
-                zip.write(json.getBytes(StandardCharsets.UTF_8));
-            }
-            return out.toByteArray();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+            return zip(BomGeneratorFactory.createJson(Version.VERSION_16, bom).toJsonString());
         } catch (org.cyclonedx.exception.GeneratorException e) {
             throw new IllegalStateException(e);
         }
@@ -74,6 +60,11 @@ public final class WorkerBoms {
 
     /** A worker jar as an offline build makes it: the classes, no BOM. */
     public static byte[] jarWithoutBom() {
+        return zip(null);
+    }
+
+    /** One class-like file, then {@code bomJson} at {@link WorkerBom#ENTRY} unless null. */
+    private static byte[] zip(String bomJson) {
         try {
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             try (ZipOutputStream zip = new ZipOutputStream(out)) {
@@ -81,6 +72,12 @@ public final class WorkerBoms {
                 e.setTime(0);
                 zip.putNextEntry(e);
                 zip.write(new byte[] {(byte) 0xca, (byte) 0xfe, (byte) 0xba, (byte) 0xbe});
+                if (bomJson != null) {
+                    ZipEntry b = new ZipEntry(WorkerBom.ENTRY);
+                    b.setTime(0);
+                    zip.putNextEntry(b);
+                    zip.write(bomJson.getBytes(StandardCharsets.UTF_8));
+                }
             }
             return out.toByteArray();
         } catch (IOException e) {
