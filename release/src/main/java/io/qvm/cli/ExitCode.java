@@ -29,6 +29,8 @@ public enum ExitCode {
     IMAGE(8, "the guest image is missing or does not verify (./qvm image build)"),
     /** {@code qvm release}: a step failed (the report names it); nothing was published or installed. */
     RELEASE_FAILED(9, "a release step failed; nothing was published"),
+    /** {@code qvm selftest}: a step failed (the report names it and its evidence). */
+    SELFTEST_FAILED(10, "a selftest step failed (the report names it)"),
     /** Interrupted (Ctrl-C / SIGINT). */
     INTERRUPTED(130, "interrupted (Ctrl-C)");
 

@@ -18,11 +18,14 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -44,8 +47,9 @@ import java.util.stream.Stream;
  * <li>{@code render-corpus}: the ordinary documents render (a PNG of the expected size), every
  *     hostile document of {@link HostileDocuments} is refused with its typed error, and the same
  *     sandbox is alive after all of them;</li>
- * <li>{@code clone}: a template of the staged image is built (in a directory of this gate, never
- *     the user's), a sandbox restored from it renders;</li>
+ * <li>{@code clones}: a template of the staged image is built (in a directory of this gate, never
+ *     the user's); two sandboxes restored from it at once each read their own random bytes, have
+ *     the host's clock (within 2 s) and render;</li>
  * <li>{@code stop}: both sandboxes close, their QEMUs exit;</li>
  * <li>{@code nothing-left}: no QEMU child of this JVM, no process naming the gate's state
  *     directory, no sandbox state entry, no new socket directory in the runtime root.</li>
@@ -58,6 +62,9 @@ import java.util.stream.Stream;
  * sandboxes are closed and {@code nothing-left} has been checked and recorded.
  */
 public final class HostGate implements ReleaseGate {
+
+    /** How far a clone's clock may be from the host's: the init sets it in whole seconds. */
+    static final long CLOCK_SLACK_MILLIS = 2_000;
 
     /**
      * How the gate runs.
@@ -171,7 +178,7 @@ public final class HostGate implements ReleaseGate {
                                         Reliability.resource("warmup/hello.svg"))))
                                 && step("render-pdf", () -> render("hello.pdf", RenderRequest.pdf(
                                         Reliability.resource("warmup/hello.pdf")))))
-                        && (!full || step("clone", this::cloneFromTemplate))
+                        && (!full || step("clones", this::clonesFromTemplate))
                         && step("stop", this::stop);
             } catch (IOException e) {
                 steps.add(ReleaseStep.failed(arch.id() + ":boot", 0, "cannot create the gate's state directory: " + e));
@@ -282,18 +289,59 @@ public final class HostGate implements ReleaseGate {
             return seen.size() + " documents, the same sandbox throughout: " + String.join("; ", seen);
         }
 
-        String cloneFromTemplate() {
+        /**
+         * A template, then two clones of it started at once: each restored (never cold-booted),
+         * each reading its own randomness from {@code /dev/urandom} and the host's clock (within
+         * {@link #CLOCK_SLACK_MILLIS}), each rendering.
+         */
+        String clonesFromTemplate() {
             QemuVmBackend b = backend(true);
             Template t = b.buildTemplate(config);
-            Sandbox clone = b.start(config);
-            sandboxes.add(clone);
-            if (!clone.bootReport().restored()) {
-                throw new ReleaseException("the sandbox was not restored from template " + t.id() + " but cold-booted: "
-                        + clone.bootReport());
+            List<CompletableFuture<Sandbox>> starts = List.of(CompletableFuture.supplyAsync(() -> b.start(config)),
+                    CompletableFuture.supplyAsync(() -> b.start(config)));
+            List<Sandbox> clones = new ArrayList<>();
+            RuntimeException failure = null;
+            for (CompletableFuture<Sandbox> f : starts) { // both are awaited, so that neither is left unclosed
+                try {
+                    Sandbox s = f.join();
+                    clones.add(s);
+                    sandboxes.add(s);
+                } catch (CompletionException e) {
+                    failure = e.getCause() instanceof RuntimeException r ? r : e;
+                }
             }
-            RenderResult r = clone.render(RenderRequest.svg(Reliability.resource("warmup/hello.svg")));
-            return "template " + t.id() + " (" + t.mode() + "); clone " + clone.id() + " ready after "
-                    + clone.bootReport().total().toMillis() + " ms, rendered hello.svg " + r.width() + "x" + r.height();
+            if (failure != null) {
+                throw failure;
+            }
+            for (Sandbox c : clones) {
+                if (!c.bootReport().restored()) {
+                    throw new ReleaseException("sandbox " + c.id() + " was not restored from template " + t.id()
+                            + " but cold-booted: " + c.bootReport());
+                }
+            }
+            long before = System.currentTimeMillis();
+            WorkerStatus a = clones.get(0).status();
+            WorkerStatus c = clones.get(1).status();
+            long after = System.currentTimeMillis();
+            if (a.random().equals(c.random())) {
+                throw new ReleaseException("two clones of template " + t.id() + " read the same bytes from /dev/urandom ("
+                        + a.random() + "): the guest's randomness was not reseeded after the restore");
+            }
+            for (WorkerStatus st : List.of(a, c)) {
+                if (st.wallClockMillis() < before - CLOCK_SLACK_MILLIS || st.wallClockMillis() > after + CLOCK_SLACK_MILLIS) {
+                    throw new ReleaseException("a clone's clock (" + Instant.ofEpochMilli(st.wallClockMillis())
+                            + ") is not the host's (" + Instant.ofEpochMilli(before) + " .. " + Instant.ofEpochMilli(after)
+                            + ") within " + CLOCK_SLACK_MILLIS + " ms");
+                }
+            }
+            List<String> seen = new ArrayList<>();
+            for (Sandbox clone : clones) {
+                RenderResult r = clone.render(RenderRequest.svg(Reliability.resource("warmup/hello.svg")));
+                seen.add(clone.id() + " ready after " + clone.bootReport().total().toMillis() + " ms, rendered hello.svg "
+                        + r.width() + "x" + r.height());
+            }
+            return "template " + t.id() + " (" + t.mode() + "); two clones at once, random " + a.random() + " ≠ "
+                    + c.random() + ", clocks within " + CLOCK_SLACK_MILLIS + " ms of the host's; " + String.join("; ", seen);
         }
 
         String stop() {

@@ -46,7 +46,7 @@ class ReleaseE2ETest {
         assertTrue(r.ok(), md);
         for (String step : List.of("lock", "build:" + HOST.id(), "reproduce:" + HOST.id(), "sbom:" + HOST.id(),
                 "gate:" + HOST.id() + ":boot", "gate:" + HOST.id() + ":handshake",
-                "gate:" + HOST.id() + ":render-corpus", "gate:" + HOST.id() + ":clone",
+                "gate:" + HOST.id() + ":render-corpus", "gate:" + HOST.id() + ":clones",
                 "gate:" + HOST.id() + ":nothing-left", "verify-staged", "publish", "maven-install")) {
             assertTrue(r.steps().stream().anyMatch(s -> s.name().equals(step) && s.ok()), step + " in " + md);
         }
