@@ -3,6 +3,7 @@ package io.qvm.cli;
 import io.qvm.image.ImageInfo;
 import io.qvm.image.PackageLock;
 import io.qvm.protocol.image.Arch;
+import io.qvm.release.MavenDeployer;
 import io.qvm.release.Release;
 import io.qvm.release.ReleaseReport;
 import io.qvm.release.ReleaseSigner;
@@ -24,7 +25,8 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "release", description = "Build the x86_64 and aarch64 images from the lock, check each is "
         + "reproducible, write their SBOMs, stage them, prove them on this host (the gate boots them), and only then "
-        + "publish them to OUT/VERSION and install them into the local Maven repository.",
+        + "publish them to OUT/VERSION (with pinned-images.properties, the hashes a backend of VERSION pins), install "
+        + "them into the local Maven repository and, with --deploy-url, deploy them to a remote one.",
         footer = {"", "Exit status 9 when a step failed: the report names it with its evidence; nothing was published "
                 + "or installed. JSON (--json): the contents of release.json, schema qvm.release/1 (docs/CONTRACTS.md, "
                 + "\"Release\")."})
@@ -78,6 +80,25 @@ final class ReleaseCommand implements Callable<Integer> {
             + "signing key's passphrase (default: $" + ReleaseSigner.PASSPHRASE_ENV + ", else none).")
     Path passphraseFile;
 
+    @Option(names = "--deploy-url", paramLabel = "URL", description = "After everything else passed, deploy the "
+            + "image artifacts (POM, zips, manifests, their checksums and .asc signatures, then maven-metadata.xml) to "
+            + "the Maven repository at URL, as mvn deploy does (https; plain http only to loopback unless "
+            + "--allow-insecure-http). Requires --deploy-repository-id.")
+    String deployUrl;
+
+    @Option(names = "--deploy-repository-id", paramLabel = "ID", description = "The id of the <server> in settings.xml "
+            + "whose <username> and <password> (HTTP Basic) deploy to --deploy-url; ${env.NAME} is expanded, encrypted "
+            + "passwords are not supported.")
+    String deployRepositoryId;
+
+    @Option(names = {"-s", "--settings"}, paramLabel = "FILE", description = "The settings.xml holding the deploy "
+            + "credentials (default ~/.m2/settings.xml).")
+    Path settings;
+
+    @Option(names = "--allow-insecure-http", description = "Allow a plain-http --deploy-url to a host that is not "
+            + "loopback (the credentials cross the network in clear).")
+    boolean allowInsecureHttp;
+
     @Option(names = "--worker-jar", paramLabel = "JAR", description = "The worker jar the images take (default: the "
             + "checkout's renderer-worker/target/renderer-worker.jar).")
     Path workerJar;
@@ -125,6 +146,23 @@ final class ReleaseCommand implements Callable<Integer> {
             throw new CliException(ExitCode.USAGE, "USAGE", "--signing-passphrase-file without --signing-key",
                     "qvm release --help", null);
         }
+        MavenDeployer.Target deployTarget = null;
+        if (deployUrl != null || deployRepositoryId != null) {
+            if (deployUrl == null || deployRepositoryId == null) {
+                throw new CliException(ExitCode.USAGE, "USAGE", "--deploy-url and --deploy-repository-id go together "
+                        + "(the id names the <server> of settings.xml with the credentials)", "qvm release --help", null);
+            }
+            try {
+                deployTarget = MavenDeployer.target(deployUrl, deployRepositoryId, settings, allowInsecureHttp,
+                        ctx.qvmEnv());
+            } catch (IllegalArgumentException e) {
+                throw new CliException(ExitCode.USAGE, "USAGE", e.getMessage(), "qvm release --help", e);
+            }
+            b.deploy(deployTarget);
+        } else if (settings != null || allowInsecureHttp) {
+            throw new CliException(ExitCode.USAGE, "USAGE", (settings != null ? "--settings" : "--allow-insecure-http")
+                    + " without --deploy-url", "qvm release --help", null);
+        }
         Release release;
         try {
             release = b.build();
@@ -136,6 +174,7 @@ final class ReleaseCommand implements Callable<Integer> {
             r = release.run();
         } finally {
             progress.done();
+            MavenDeployer.forget(deployTarget);
         }
         PrintWriter o = spec.commandLine().getOut();
         if (json.enabled()) {

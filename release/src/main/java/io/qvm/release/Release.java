@@ -4,6 +4,7 @@ import io.qvm.HostSetupException;
 import io.qvm.backend.QvmVersion;
 import io.qvm.backend.image.GuestImage;
 import io.qvm.backend.image.ImageSignature;
+import io.qvm.backend.image.PinnedImages;
 import io.qvm.image.ImageInfo;
 import io.qvm.image.PackageLock;
 import io.qvm.image.PackageStore;
@@ -68,8 +69,16 @@ import java.util.stream.Stream;
  *     Maven repository ({@link MavenInstaller}), once the zip's entries and the manifest match the
  *     SHA-256 kept at staging; a failure here (or later) puts the repository back as it was
  *     ({@link MavenInstaller.Undo}) and removes the published directory;</li>
+ * <li>{@code pins}: {@code OUT/<version>/pinned-images.properties} ({@link PinnedImages}), the
+ *     SHA-256 and size of each architecture's zip — the file a backend of this version is built
+ *     with, so that it fetches exactly these zips (adr/0011);</li>
  * <li>{@code report}: {@code release.json} and {@code release.md} ({@link ReleaseReport}) in
- *     {@code OUT/<version>}, added to its {@code SHA256SUMS}.</li>
+ *     {@code OUT/<version>}, added to its {@code SHA256SUMS} with the pins;</li>
+ * <li>{@code deploy} (only with a {@link Builder#deploy deploy target}): the same artifacts the
+ *     install holds, their checksums and signatures, then the merged {@code maven-metadata.xml},
+ *     to the remote repository ({@link MavenDeployer}). It is the last step because it is the one
+ *     that cannot be taken back: a failure here rolls the local release back like any other, and
+ *     its evidence says what reached the repository (artifacts, never metadata).</li>
  * </ol>
  * Whatever happens, the staging directory is removed; a failed release leaves {@code OUT} and the
  * Maven repository as they were, also when a step throws an {@link Error} (which {@link #run}
@@ -143,6 +152,7 @@ public final class Release {
     private final boolean reproduce;
     private final boolean install;
     private final ReleaseSigner signer;
+    private final MavenDeployer.Target deploy;
     private final PackageLock lock;
     private final Path workerJar;
     private final ImageFactory images;
@@ -159,6 +169,7 @@ public final class Release {
         this.reproduce = b.reproduce;
         this.install = b.install;
         this.signer = b.signer;
+        this.deploy = b.deploy;
         this.lock = b.lock != null ? b.lock : PackageLock.bundled();
         this.workerJar = b.workerJar;
         this.images = b.images != null ? b.images : new BuilderImages(lock, workerJar);
@@ -211,6 +222,8 @@ public final class Release {
         Path published;
         MavenInstaller.Undo undo;
         MavenInstaller.Installed installed;
+        /** The Maven artifacts, written once from the published directory and checked against staging. */
+        Artifacts artifacts;
 
         Result run() {
             try {
@@ -231,7 +244,11 @@ public final class Release {
                 if (install) {
                     step("maven-install", this::mavenInstall);
                 }
+                step("pins", this::pins);
                 step("report", this::report);
+                if (deploy != null) {
+                    step("deploy", this::deploy);
+                }
             } catch (Throwable t) {
                 rollBack();
                 if (!(t instanceof Stop)) {
@@ -512,6 +529,50 @@ public final class Release {
 
         String mavenInstall() {
             checkRepository();
+            Artifacts a = artifacts();
+            Path dir = staging.resolve("maven");
+            try {
+                undo = MavenInstaller.Undo.record(mavenRepo, version, archs, dir.resolve("previous"));
+                installed = MavenInstaller.install(mavenRepo, version, a.pom(), a.zips(), a.manifests());
+            } catch (IOException e) {
+                throw new ReleaseException("cannot record the Maven repository before the install in " + dir + ": " + e,
+                        e);
+            }
+            return "installed " + MavenInstaller.GROUP + ":" + MavenInstaller.ARTIFACT + ":" + version + " into "
+                    + mavenRepo + ": " + installed.files().stream().map(p -> p.getFileName().toString()).toList();
+        }
+
+        String pins() {
+            Map<Arch, PinnedImages.Pin> pins = new LinkedHashMap<>();
+            try {
+                for (Map.Entry<Arch, Path> z : artifacts().zips().entrySet()) {
+                    pins.put(z.getKey(), new PinnedImages.Pin(Sha256.of(z.getValue()), Files.size(z.getValue())));
+                }
+                PinnedImages p = new PinnedImages(version, pins, "qvm release " + version);
+                Files.writeString(published.resolve(PinnedImages.FILE), p.format());
+                return "wrote " + published.resolve(PinnedImages.FILE) + " (" + pins.entrySet().stream()
+                        .map(e -> e.getKey().id() + " zip " + e.getValue().size() + " bytes sha256 " + e.getValue().sha256())
+                        .toList() + "): copy it to qemu-backend/src/main/resources/" + PinnedImages.RESOURCE
+                        + " before building the backend of " + version;
+            } catch (IOException e) {
+                throw new ReleaseException("cannot write the image pins into " + published + ": " + e, e);
+            }
+        }
+
+        String deploy() {
+            Artifacts a = artifacts();
+            MavenDeployer.Deployed d = MavenDeployer.deploy(deploy, version, a.pom(), a.zips(), a.manifests(), signer,
+                    staging.resolve("deploy"));
+            return "deployed " + MavenInstaller.GROUP + ":" + MavenInstaller.ARTIFACT + ":" + version + " to " + deploy
+                    + ": " + d.files() + ", each with " + String.join(", ", MavenDeployer.CHECKSUMS) + " checksum files"
+                    + (signer != null ? " and the artifacts with their .asc signatures by " + signer.fingerprint() : "");
+        }
+
+        /** The Maven artifacts (POM, per architecture zip and manifest), written and checked once. */
+        Artifacts artifacts() {
+            if (artifacts != null) {
+                return artifacts;
+            }
             Path dir = staging.resolve("maven");
             try {
                 Files.createDirectories(dir);
@@ -534,13 +595,11 @@ public final class Release {
                     throw new ReleaseException("the Maven artifacts are not what was staged and gated: "
                             + String.join("; ", problems));
                 }
-                undo = MavenInstaller.Undo.record(mavenRepo, version, archs, dir.resolve("previous"));
-                installed = MavenInstaller.install(mavenRepo, version, pom, zips, manifests);
+                artifacts = new Artifacts(pom, zips, manifests);
+                return artifacts;
             } catch (IOException e) {
                 throw new ReleaseException("cannot prepare the Maven artifacts in " + dir + ": " + e, e);
             }
-            return "installed " + MavenInstaller.GROUP + ":" + MavenInstaller.ARTIFACT + ":" + version + " into "
-                    + mavenRepo + ": " + installed.files().stream().map(p -> p.getFileName().toString()).toList();
         }
 
         /** What differs between {@code a}'s zip and manifest copy and what was recorded at staging. */
@@ -570,7 +629,7 @@ public final class Release {
                     Optional.of(published), mavenRepo, installed != null ? installed.files() : List.of());
             try {
                 ReleaseReport.write(sofar, host, published);
-                Checksums.add(published, List.of(ReleaseReport.JSON_FILE, ReleaseReport.MD_FILE));
+                Checksums.add(published, List.of(ReleaseReport.JSON_FILE, ReleaseReport.MD_FILE, PinnedImages.FILE));
                 if (signer != null) {
                     signer.signSums(published);
                 }
@@ -608,6 +667,10 @@ public final class Release {
             }
             return sb.toString();
         }
+    }
+
+    /** A release's Maven artifacts in the staging directory: what is installed and what is deployed. */
+    private record Artifacts(Path pom, Map<Arch, Path> zips, Map<Arch, Path> manifests) {
     }
 
     static ImageManifest readManifest(Path dir) {
@@ -669,6 +732,7 @@ public final class Release {
         private boolean reproduce = true;
         private boolean install = true;
         private ReleaseSigner signer;
+        private MavenDeployer.Target deploy;
         private PackageLock lock;
         private Path workerJar = ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
         private ImageFactory images;
@@ -741,6 +805,15 @@ public final class Release {
             return this;
         }
 
+        /**
+         * Deploys the release to a remote Maven repository as its last step (default: no deploy;
+         * {@link MavenDeployer#target} makes the target from a URL, a repository id and settings.xml).
+         */
+        public Builder deploy(MavenDeployer.Target v) {
+            this.deploy = Objects.requireNonNull(v);
+            return this;
+        }
+
         public Builder lock(PackageLock v) {
             this.lock = Objects.requireNonNull(v);
             return this;
@@ -787,6 +860,11 @@ public final class Release {
         public Release build() {
             if (!reproduce && install) {
                 throw new IllegalStateException(SKIP_REPRODUCE_INSTALLS);
+            }
+            if (!reproduce && deploy != null) {
+                throw new IllegalStateException("a release that skips the reproduce step is never deployed: what a "
+                        + "repository serves is only ever an image proven reproducible. Drop --skip-reproduce, or "
+                        + "--deploy-url for a quick try");
             }
             if (!reproduce && signer != null) {
                 throw new IllegalStateException("a release that skips the reproduce step is never signed: a signature "

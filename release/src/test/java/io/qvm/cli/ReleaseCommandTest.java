@@ -159,4 +159,21 @@ class ReleaseCommandTest {
         assertEquals(0, help.exit(), help.toString());
         assertTrue(help.out().contains("--skip-reproduce"), help.out());
     }
+
+    @Test
+    void deployOptionsAreCheckedBeforeAnythingIsBuilt() throws Exception {
+        CliRun.Result r = CliRun.run(context(ScriptedGate.passing()), args("--deploy-url", "https://repo.example/r"));
+        assertEquals(2, r.exit(), r.toString());
+        assertTrue(r.err().contains("--deploy-url and --deploy-repository-id go together"), r.err());
+
+        r = CliRun.run(context(ScriptedGate.passing()), args("--deploy-url", "http://repo.example/r",
+                "--deploy-repository-id", "rel"));
+        assertEquals(2, r.exit(), r.toString());
+        assertTrue(r.err().contains("is plain http to repo.example, not loopback"), r.err());
+
+        r = CliRun.run(context(ScriptedGate.passing()), args("--settings", tmp.resolve("s.xml").toString()));
+        assertEquals(2, r.exit(), r.toString());
+        assertTrue(r.err().contains("--settings without --deploy-url"), r.err());
+        assertFalse(Files.exists(tmp.resolve("out")), "nothing was built or published");
+    }
 }

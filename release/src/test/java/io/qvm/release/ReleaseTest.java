@@ -12,6 +12,9 @@ import io.qvm.backend.image.ImageResolver;
 import io.qvm.backend.image.ImageSignature;
 import io.qvm.backend.image.TestKeys;
 import io.qvm.backend.image.LocalMavenRepository;
+import io.qvm.backend.image.LoopbackMavenRepository;
+import io.qvm.backend.image.PinnedImages;
+import io.qvm.backend.image.TestResolvers;
 import io.qvm.image.PackageLock;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.image.ImageDirectory;
@@ -72,7 +75,7 @@ class ReleaseTest {
         assertTrue(r.ok(), () -> r.failure().toString());
         assertEquals(List.of("lock", "build:x86_64", "reproduce:x86_64", "build:aarch64", "reproduce:aarch64",
                 "sbom:x86_64", "sbom:aarch64", "stage", "gate:x86_64:boot", "gate:x86_64:render", "gate:aarch64:boot",
-                "gate:aarch64:render", "gate", "verify-staged", "publish", "maven-install", "report"),
+                "gate:aarch64:render", "gate", "verify-staged", "publish", "maven-install", "pins", "report"),
                 r.steps().stream().map(ReleaseStep::name).toList());
         assertEquals(4, images.builds(), "each architecture built twice");
         assertFalse(images.caches().contains(tmp.resolve("cache")), "every build from a fresh cache: "
@@ -86,9 +89,17 @@ class ReleaseTest {
                     names(rel.resolve(a.id())));
             assertTrue(ImageDirectory.verify(rel.resolve(a.id()), a).ok());
         }
-        assertEquals(List.of("SHA256SUMS", "aarch64", "release.json", "release.md", "x86_64"), names(rel));
+        assertEquals(List.of("SHA256SUMS", "aarch64", "pinned-images.properties", "release.json", "release.md", "x86_64"),
+                names(rel));
         List<String> sums = Files.readAllLines(rel.resolve("SHA256SUMS"));
-        assertEquals(12, sums.size(), "five files per architecture and the two reports: " + sums);
+        assertEquals(13, sums.size(), "five files per architecture, the two reports and the pins: " + sums);
+        PinnedImages pins = PinnedImages.parse(Files.readString(rel.resolve(PinnedImages.FILE)), "the release's");
+        assertEquals(V, pins.version());
+        for (Arch a : Release.ARCHS) {
+            Path zip = MavenInstaller.path(repo(), V, a.id(), "zip");
+            assertEquals(new PinnedImages.Pin(Sha256.of(zip), Files.size(zip)), pins.pins().get(a),
+                    "the pins are the installed zip's");
+        }
         assertTrue(sums.stream().anyMatch(l -> l.endsWith("  x86_64/sbom.cdx.json")), sums.toString());
         assertTrue(sums.stream().anyMatch(l -> l.endsWith("  release.json")), sums.toString());
         assertEquals(List.of(), Checksums.verify(rel), "the published release checks");
@@ -330,6 +341,73 @@ class ReleaseTest {
         backend.check(new io.qvm.backend.image.GuestImage(Arch.X86_64, rel, found.image().manifest(), Map.of()));
         assertTrue(r.steps().stream().anyMatch(s -> s.name().equals("stage") && s.evidence().contains(signer.fingerprint())),
                 r.steps().toString());
+    }
+
+    /**
+     * The whole path a server takes without building anything: a signed release deployed to a
+     * repository on loopback, then a backend that carries the release's pins fetches the image from
+     * there, and it is byte for byte the published one and passes the signature check.
+     */
+    @Test
+    void aDeployedReleaseIsFetchedByABackendThatPinsIt() throws Exception {
+        TestKeys.Key key = TestKeys.generate("qvm release <release@qvm.test>", "s3cret");
+        ReleaseSigner signer = ReleaseSigner.load(key.writeSecret(tmp.resolve("release.key.asc")), "s3cret".toCharArray());
+        Path settings = Files.writeString(tmp.resolve("settings.xml"), "<settings><servers><server><id>rel</id>"
+                + "<username>deployer</username><password>${env.DEPLOY_PW}</password></server></servers></settings>");
+        try (LoopbackMavenRepository remote = new LoopbackMavenRepository(tmp.resolve("served"))
+                .credentials("deployer", "pw-4-deploy")) {
+            MavenDeployer.Target target = MavenDeployer.target(remote.url().toString(), "rel", settings, false,
+                    QvmEnvironment.of(Map.of("DEPLOY_PW", "pw-4-deploy"), tmp.toString(), "Linux"));
+            Release.Result r = release(new SyntheticImages(LOCK), ScriptedGate.passing()).archs(List.of(Arch.X86_64))
+                    .signer(signer).deploy(target).build().run();
+            assertTrue(r.ok(), () -> r.failure().toString());
+            assertEquals(List.of("publish", "maven-install", "pins", "report", "deploy"), r.steps().stream()
+                    .map(ReleaseStep::name).toList().subList(r.steps().size() - 5, r.steps().size()),
+                    "the deploy, the one step that cannot be taken back, is the last");
+            Path rel = out().resolve(V);
+            Path served = remote.root().resolve("io/qvm/qvm-image/" + V + "/qvm-image-" + V + "-x86_64.zip");
+            assertEquals(-1, Files.mismatch(served, MavenInstaller.path(repo(), V, "x86_64", "zip")),
+                    "the repository serves exactly what was installed");
+            assertTrue(Files.isRegularFile(served.resolveSibling(served.getFileName() + ".asc")));
+
+            PinnedImages pins = PinnedImages.parse(Files.readString(rel.resolve(PinnedImages.FILE)), "the release's");
+            ImageResolver.Resolved found = TestResolvers.pinned(ImageResolver.builder()
+                    .environment(QvmEnvironment.of(Map.of("QVM_CACHE", tmp.resolve("server-cache").toString(),
+                            "QVM_IMAGE_REPOSITORY", remote.url().toString()), tmp.resolve("server").toString(), "Linux"))
+                    .mavenRepository(new LocalMavenRepository(tmp.resolve("server-m2"), "the server's")).version(V),
+                    pins).build().resolve(Arch.X86_64);
+            assertEquals(ImageResolver.Source.REMOTE_REPOSITORY, found.source());
+            for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
+                assertEquals(-1, Files.mismatch(found.dir().resolve(f), rel.resolve("x86_64").resolve(f)), f);
+            }
+            ImageSignature.trusting(key.writePublic(tmp.resolve("release.pub.asc"))).check(found.image());
+        }
+    }
+
+    @Test
+    void aFailedDeployTakesTheLocalReleaseBackAndSaysWhatToDo() throws Exception {
+        try (LoopbackMavenRepository remote = new LoopbackMavenRepository(tmp.resolve("served"))
+                .credentials("deployer", "right")) {
+            MavenDeployer.Target target = MavenDeployer.target(remote.url().toString(), "rel", null, false,
+                    QvmEnvironment.of(Map.of(), tmp.resolve("home").toString(), "Linux"));
+            Release.Result r = release(new SyntheticImages(LOCK), ScriptedGate.passing()).archs(List.of(Arch.X86_64))
+                    .deploy(target).build().run();
+            assertFalse(r.ok());
+            ReleaseStep failed = r.failure().orElseThrow();
+            assertEquals("deploy", failed.name());
+            assertTrue(failed.evidence().contains("answered HTTP 401 (unauthorized) as an anonymous user"),
+                    failed.evidence());
+            assertNothingPublished(r);
+        }
+    }
+
+    @Test
+    void aReleaseThatSkipsTheReproduceStepIsNeverDeployed() throws Exception {
+        MavenDeployer.Target target = MavenDeployer.target("https://repo.example/r", "rel", null, false,
+                QvmEnvironment.of(Map.of(), tmp.resolve("home").toString(), "Linux"));
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> release(new SyntheticImages(LOCK),
+                ScriptedGate.passing()).reproduce(false).install(false).deploy(target).build());
+        assertTrue(e.getMessage().startsWith("a release that skips the reproduce step is never deployed"), e.getMessage());
     }
 
     @Test

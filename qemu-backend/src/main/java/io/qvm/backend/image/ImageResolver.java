@@ -4,9 +4,11 @@ import io.qvm.HostSetupException;
 import io.qvm.backend.QvmEnvironment;
 import io.qvm.backend.QvmVersion;
 import io.qvm.protocol.image.Arch;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -23,7 +25,14 @@ import java.util.Optional;
  * <li>{@link Source#MAVEN_REPOSITORY}: in the local Maven repository ({@link LocalMavenRepository}), the
  *     image artifact of this backend's own version ({@link QvmVersion}) for the architecture,
  *     {@code io/qvm/qvm-image/<v>/qvm-image-<v>-<arch>.zip} ({@link ImageArtifact}), unpacked into
- *     {@code <cache>/images-maven/<sha256>/<arch>/} ({@link ImageZip}).</li>
+ *     {@code <cache>/images-maven/<sha256>/<arch>/} ({@link ImageZip});</li>
+ * <li>{@link Source#REMOTE_REPOSITORY}: only when a remote repository is named
+ *     ({@value RemoteImageRepository#ENV} or {@link Builder#remoteRepository}; there is no default),
+ *     the same artifact fetched from it into {@code <cache>/images-remote/} and accepted only if its
+ *     size and SHA-256 are the ones this backend's own jar pins for its own version
+ *     ({@link PinnedImages}, {@link RemoteImageRepository}), then unpacked as above. A version with
+ *     no pins (every development build, every SNAPSHOT) fetches nothing: an
+ *     {@link ImageFetchException} ({@code NOT_PINNED}) that says how to build the image locally.</li>
  * </ol>
  *
  * <p>The rules. The first two are places someone named: when one is set it is the only place
@@ -47,7 +56,8 @@ public final class ImageResolver {
         EXPLICIT("the backend's image directory"),
         ENVIRONMENT("$" + QvmEnvironment.IMAGE_DIR),
         USER_CACHE("the user cache"),
-        MAVEN_REPOSITORY("the local Maven repository");
+        MAVEN_REPOSITORY("the local Maven repository"),
+        REMOTE_REPOSITORY("the remote image repository");
 
         private final String label;
 
@@ -86,7 +96,8 @@ public final class ImageResolver {
      *
      * @param source the place it was found in
      * @param image the verified image (its directory: for the Maven repository, the unpacked copy)
-     * @param artifact the zip it was unpacked from ({@link Source#MAVEN_REPOSITORY} only)
+     * @param artifact the zip it was unpacked from ({@link Source#MAVEN_REPOSITORY} and
+     *     {@link Source#REMOTE_REPOSITORY} only; for the latter, the fetched copy in the user cache)
      */
     public record Resolved(Source source, GuestImage image, Optional<Path> artifact) {
         public Resolved {
@@ -123,6 +134,10 @@ public final class ImageResolver {
     private final LocalMavenRepository repository;
     private final Optional<String> version;
     private final ImageZip.Limits limits;
+    private final URI remote;
+    /** Null: this jar's, read when a fetch needs them. */
+    private final Optional<PinnedImages> pins;
+    private final Duration fetchTimeout;
 
     private ImageResolver(Builder b) {
         this.explicit = b.explicit;
@@ -130,6 +145,9 @@ public final class ImageResolver {
         this.repository = b.repository;
         this.version = b.version != null ? Optional.of(b.version) : QvmVersion.current();
         this.limits = b.limits;
+        this.remote = b.remote;
+        this.pins = b.pins;
+        this.fetchTimeout = b.fetchTimeout;
     }
 
     /** This process's resolver: its environment and local Maven repository, and {@code explicit} (null: none). */
@@ -151,6 +169,8 @@ public final class ImageResolver {
      * @throws ImageNotFoundException no image in a place that was named, or in any place
      * @throws HostSetupException {@code IMAGE_INVALID}: the first image found fails its checksums
      *     or is incomplete, a zip is unsafe, or the cache cannot be written
+     * @throws ImageFetchException a remote repository is named and the image could not be fetched
+     *     from it, is not pinned for this version, or is not the pinned bytes
      */
     public Resolved resolve(Arch arch) {
         Objects.requireNonNull(arch, "arch");
@@ -192,7 +212,53 @@ public final class ImageResolver {
             }
             searched.add(new Place(Source.MAVEN_REPOSITORY, where, zip + " is not there"));
         }
+
+        Optional<RemoteImageRepository> remoteRepo = RemoteImageRepository.configured(remote, env, fetchTimeout);
+        if (remoteRepo.isEmpty()) {
+            searched.add(new Place(Source.REMOTE_REPOSITORY, "", "not set ($" + RemoteImageRepository.ENV + ")"));
+        } else if (version.isEmpty()) {
+            searched.add(new Place(Source.REMOTE_REPOSITORY, remoteRepo.get().toString(), "not searched: this "
+                    + "backend's version is unknown"));
+        } else {
+            return fetched(remoteRepo.get(), version.get(), arch);
+        }
         throw notFound(arch, searched);
+    }
+
+    /** The pinned image of {@code version} from {@code repo}: fetched (or kept from before), checked, unpacked. */
+    private Resolved fetched(RemoteImageRepository repo, String version, Arch arch) {
+        String build = "Build the image on this host instead: in a qvm checkout, ./qvm image build --arch "
+                + arch.qemuName() + " --out " + env.userImageRoot() + " (the user cache, searched before any "
+                + "repository), or point " + QvmEnvironment.IMAGE_DIR + " at an image root";
+        Optional<PinnedImages> known;
+        try {
+            known = pins != null ? pins : PinnedImages.bundled();
+        } catch (IllegalStateException e) {
+            throw new ImageFetchException(ImageFetchException.Reason.NOT_PINNED, "this backend's pins cannot be read ("
+                    + e.getMessage() + "), so it fetches nothing from " + repo + ". " + build, e);
+        }
+        Optional<PinnedImages.Pin> pin = known.flatMap(p -> p.pin(version, arch));
+        if (pin.isEmpty()) {
+            String has = known.map(p -> p.source() + " are for version " + p.version() + " ("
+                    + p.pins().keySet().stream().map(Arch::qemuName).toList() + ")")
+                    .orElse("its jar carries no " + PinnedImages.RESOURCE);
+            throw new ImageFetchException(ImageFetchException.Reason.NOT_PINNED, "this backend (version " + version
+                    + ") pins no " + arch.qemuName() + " image: " + has + ", so it fetches nothing from " + repo
+                    + " (a fetched image is trusted only against the hash the backend's own jar pins; development "
+                    + "builds and SNAPSHOTs pin none). " + build + "; or use a released backend, whose jar pins its "
+                    + "image", null);
+        }
+        Path zip = repo.fetch(version, arch, pin.get(), env.cacheDir().resolve(RemoteImageRepository.CACHE_DIR));
+        GuestImage image = ImageZip.open(zip, arch, env.mavenImageCache(), limits, "It was fetched from "
+                + repo.artifact(version, arch) + " and matched its pin; delete " + zip + " to fetch it again. " + build);
+        Path unpackedUnder = image.dir().getParent().getFileName();
+        if (!unpackedUnder.toString().equals(pin.get().sha256())) {
+            // the zip was swapped between the pin check and the unpack: never boot what was not pinned
+            throw new ImageFetchException(ImageFetchException.Reason.MISMATCH, zip + " changed after it was checked "
+                    + "against its pin (unpacked copy " + image.dir() + " is of sha256 " + unpackedUnder + ", pinned "
+                    + pin.get().sha256() + "): refused. Delete " + zip + " and try again", null);
+        }
+        return new Resolved(Source.REMOTE_REPOSITORY, image, Optional.of(zip));
     }
 
     /** A place someone named: the only one searched. */
@@ -220,7 +286,8 @@ public final class ImageResolver {
                 .append(" (Maven puts it into the local repository, where the backend finds it); or build one into the "
                         + "user cache in a qvm checkout: ./qvm image build --arch ").append(arch.qemuName())
                 .append(" --out ").append(env.userImageRoot()).append("; or point ").append(QvmEnvironment.IMAGE_DIR)
-                .append(" at an image root.");
+                .append(" at an image root; or, with a released backend (whose jar pins its image), set $")
+                .append(RemoteImageRepository.ENV).append(" to the Maven repository the release was deployed to.");
         return new ImageNotFoundException(arch, searched, m.toString());
     }
 
@@ -231,6 +298,9 @@ public final class ImageResolver {
         private LocalMavenRepository repository;
         private String version;
         private ImageZip.Limits limits = ImageZip.Limits.DEFAULT;
+        private URI remote;
+        private Optional<PinnedImages> pins;
+        private Duration fetchTimeout = Duration.ofMinutes(30);
 
         private Builder() {
         }
@@ -265,6 +335,33 @@ public final class ImageResolver {
         /** Caps on what an image zip may inflate to (default 512 MiB an entry, 1 GiB in all). */
         Builder zipLimits(long maxEntryBytes, long maxTotalBytes) {
             this.limits = new ImageZip.Limits(maxEntryBytes, maxTotalBytes);
+            return this;
+        }
+
+        /**
+         * The remote Maven repository to fetch the released image from when no other place has one
+         * (default: {@value RemoteImageRepository#ENV}, else none).
+         *
+         * @throws IllegalArgumentException not an http(s) URL without user info, query or fragment
+         */
+        public Builder remoteRepository(URI url) {
+            new RemoteImageRepository(url, fetchTimeout); // validates
+            this.remote = url;
+            return this;
+        }
+
+        /** The most a whole download from the remote repository may take (default 30 minutes). */
+        public Builder fetchTimeout(Duration v) {
+            if (v.isNegative() || v.isZero()) {
+                throw new IllegalArgumentException("a fetch timeout is positive, got " + v);
+            }
+            this.fetchTimeout = v;
+            return this;
+        }
+
+        /** The pins a fetched image is checked against (default {@link PinnedImages#bundled()}, this jar's); tests only. */
+        Builder pins(Optional<PinnedImages> v) {
+            this.pins = Objects.requireNonNull(v);
             return this;
         }
 

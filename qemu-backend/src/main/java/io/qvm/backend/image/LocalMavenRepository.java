@@ -95,15 +95,7 @@ public record LocalMavenRepository(Path root, String how) {
      * @throws IOException the file is too large, unreadable, not well-formed, or has a DOCTYPE
      */
     static Optional<String> localRepositoryOf(Path settings) throws IOException {
-        if (Files.size(settings) > MAX_SETTINGS_BYTES) {
-            throw new IOException("larger than " + MAX_SETTINGS_BYTES + " bytes");
-        }
-        Element root;
-        try (InputStream in = Files.newInputStream(settings)) {
-            root = parser().parse(in).getDocumentElement();
-        } catch (SAXException e) {
-            throw new IOException("not well-formed XML: " + e.getMessage(), e);
-        }
+        Element root = readSettings(settings);
         for (Node n = root.getFirstChild(); n != null; n = n.getNextSibling()) {
             if (n instanceof Element e && "localRepository".equals(e.getLocalName() != null ? e.getLocalName()
                     : e.getTagName())) {
@@ -112,6 +104,24 @@ public record LocalMavenRepository(Path root, String how) {
             }
         }
         return Optional.empty();
+    }
+
+    /**
+     * The root element of a {@code settings.xml}, parsed as the class comment says (secure
+     * processing, no DOCTYPE, at most {@value #MAX_SETTINGS_BYTES} bytes): the one way qvm reads
+     * Maven's settings, also for the release's {@code <server>} credentials.
+     *
+     * @throws IOException the file is too large, unreadable, not well-formed, or has a DOCTYPE
+     */
+    public static Element readSettings(Path settings) throws IOException {
+        if (Files.size(settings) > MAX_SETTINGS_BYTES) {
+            throw new IOException("larger than " + MAX_SETTINGS_BYTES + " bytes");
+        }
+        try (InputStream in = Files.newInputStream(settings)) {
+            return parser().parse(in).getDocumentElement();
+        } catch (SAXException e) {
+            throw new IOException("not well-formed XML: " + e.getMessage(), e);
+        }
     }
 
     private static DocumentBuilder parser() throws IOException {
@@ -150,7 +160,7 @@ public record LocalMavenRepository(Path root, String how) {
     }
 
     /** {@code ${user.home}} and {@code ${env.NAME}} as Maven expands them; anything else stays as written. */
-    static String expand(String value, QvmEnvironment env) {
+    public static String expand(String value, QvmEnvironment env) {
         Matcher m = EXPRESSION.matcher(value);
         StringBuilder out = new StringBuilder();
         while (m.find()) {

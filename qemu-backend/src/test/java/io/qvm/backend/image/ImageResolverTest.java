@@ -158,7 +158,8 @@ class ImageResolverTest {
         ImageNotFoundException e = assertThrows(ImageNotFoundException.class,
                 () -> resolver(false).build().resolve(Arch.AARCH64));
         assertEquals(Arch.AARCH64, e.arch());
-        assertEquals(List.of(Source.EXPLICIT, Source.ENVIRONMENT, Source.USER_CACHE, Source.MAVEN_REPOSITORY),
+        assertEquals(List.of(Source.EXPLICIT, Source.ENVIRONMENT, Source.USER_CACHE, Source.MAVEN_REPOSITORY,
+                Source.REMOTE_REPOSITORY),
                 e.searched().stream().map(ImageResolver.Place::source).toList());
         Path zip = repo.resolve("io/qvm/qvm-image/1.2.3/qvm-image-1.2.3-aarch64.zip");
         assertEquals("no guest image for aarch64 in any place the backend looks; searched, in order:\n"
@@ -166,10 +167,12 @@ class ImageResolverTest {
                 + "  2. $QVM_IMAGE_DIR: not set\n"
                 + "  3. the user cache " + cache.resolve("images/aarch64") + ": no such directory\n"
                 + "  4. the local Maven repository " + repo + " (a test's): " + zip + " is not there\n"
+                + "  5. the remote image repository: not set ($QVM_IMAGE_REPOSITORY)\n"
                 + "Fix: make the server depend on io.qvm:qvm-image:1.2.3:zip:aarch64 (Maven puts it into the local "
                 + "repository, where the backend finds it); or build one into the user cache in a qvm checkout: "
                 + "./qvm image build --arch aarch64 --out " + cache.resolve("images") + "; or point QVM_IMAGE_DIR at "
-                + "an image root.", e.getMessage());
+                + "an image root; or, with a released backend (whose jar pins its image), set $QVM_IMAGE_REPOSITORY to the "
+                + "Maven repository the release was deployed to.", e.getMessage());
     }
 
     @Test
