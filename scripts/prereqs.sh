@@ -1,56 +1,343 @@
 #!/usr/bin/env bash
-# Makes sure this host has what building and running qvm needs. On Debian/Ubuntu it installs the
-# missing packages with apt when run as root; otherwise it prints the exact command and fails.
-# As root on Linux it also creates the unprivileged user QEMU drops to (QVM_QEMU_USER, default
-# qvm): qvm never runs QEMU as root, and refuses to start one when that user is missing.
-# Usage: scripts/prereqs.sh [--quiet]
+# Makes sure this host has what building and running qvm needs: QEMU, a JDK 17 or later and Maven
+# (the checkout's wrapper, ./mvnw, stands in for a missing Maven). What is missing is named with
+# the exact command that installs it, and the script exits 1; with everything present it exits 0.
+#
+#  - Linux: also the image build's tools (dpkg-deb, apt-get, gzip), a JDK with jlink, busybox, fonts
+#    and certificates (the tests use them).
+#    On Debian/Ubuntu as root it installs the missing packages with apt, otherwise it prints the
+#    apt-get line. As root it also creates the unprivileged user QEMU drops to (QVM_QEMU_USER,
+#    default qvm): qvm never runs QEMU as root, and refuses to start one when that user is missing.
+#  - macOS: a real JDK (/usr/libexec/java_home -v 17+, or Homebrew's keg-only openjdk@17, found
+#    even though it is not on PATH; /usr/bin/java alone is a stub that may have no JDK behind it).
+#  - Windows (Git Bash, MSYS2, Cygwin): qemu-system-x86_64.exe on PATH, in $QVM_QEMU or in
+#    C:\Program Files\qemu, and a JDK from JAVA_HOME, PATH or the usual install directories.
+#    The macOS and Windows paths are tested here under a stubbed uname only: untested on a real host.
+#
+# Usage: scripts/prereqs.sh [--quiet] [--env] [--test]
+#   --quiet  say nothing when all is well
+#   --env    print what was found on stdout, one NAME=value a line, for the ./qvm launcher:
+#            JAVA_HOME=<the JDK's home> and QVM_MVN=<mvn, or this checkout's mvnw>
+#   --test   also what `./qvm test` needs (shellcheck, for the test that checks the scripts)
+# Every message goes to stderr. QVM_PREREQS_ROOT (tests only) names a directory that stands for /
+# wherever this script looks at a fixed path.
+# Written for bash 3.2 (macOS's /bin/bash): no associative arrays, no mapfile, no empty "${a[@]}".
 set -euo pipefail
 
 quiet=0
-[ "${1:-}" = "--quiet" ] && quiet=1
+print_env=0
+for_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --quiet) quiet=1 ;;
+    --env) print_env=1 ;;
+    --test) for_tests=1 ;;
+    *) echo "[prereqs] unknown option '$arg'; usage: scripts/prereqs.sh [--quiet] [--env] [--test]" >&2; exit 2 ;;
+  esac
+done
 say() { [ "$quiet" = 1 ] || echo "[prereqs] $*" >&2; }
+tell() { echo "[prereqs] $*" >&2; }
 
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+R="${QVM_PREREQS_ROOT:-}"
 os=$(uname -s)
 arch=$(uname -m)
-
 case "$os" in
-  Darwin)
-    missing=()
-    command -v java >/dev/null || missing+=("openjdk@17")
-    command -v mvn >/dev/null || missing+=("maven")
-    command -v qemu-system-aarch64 >/dev/null || missing+=("qemu")
-    if [ ${#missing[@]} -gt 0 ]; then
-      echo "[prereqs] missing: ${missing[*]} — install with: brew install ${missing[*]}" >&2
-      exit 1
-    fi
-    exit 0 ;;
-  Linux) ;;
-  *)
-    echo "[prereqs] $os: install QEMU (https://www.qemu.org/download/#windows), a JDK 17+ and Maven, then re-run." >&2
-    exit 1 ;;
+  Darwin) host=macos ;;
+  Linux) host=linux ;;
+  MINGW*|MSYS*|CYGWIN*) host=windows ;;
+  *) host=other ;;
 esac
 
-# command → Debian package that provides it
-declare -A need=(
-  [java]=openjdk-17-jdk-headless
-  [jlink]=openjdk-17-jdk-headless
-  [mvn]=maven
-  [qemu-system-x86_64]=qemu-system-x86
-  [qemu-system-aarch64]=qemu-system-arm
-  [dpkg-deb]=dpkg
-  [apt-get]=apt
-  [gzip]=gzip
+# A Windows path (C:\Program Files\qemu) as this shell names it (/c/Program Files/qemu on MSYS,
+# /cygdrive/c/… on Cygwin); any other path unchanged.
+to_unix() {
+  case "$1" in
+    [A-Za-z]:[\\/]*)
+      if command -v cygpath >/dev/null 2>&1 && cygpath -u "$1" 2>/dev/null; then
+        :
+      else
+        local drive rest
+        drive=$(printf '%s' "${1%%:*}" | tr '[:upper:]' '[:lower:]')
+        rest=${1#?:}
+        printf '/%s%s\n' "$drive" "${rest//\\//}"
+      fi ;;
+    *) printf '%s\n' "$1" ;;
+  esac
+}
+
+# The first of "$1" and "$1.exe" that is an executable file.
+exe() {
+  local f
+  for f in "$1" "$1.exe"; do
+    if [ -f "$f" ] && [ -x "$f" ]; then
+      printf '%s\n' "$f"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# ---- the JDK ---------------------------------------------------------------------------------
+
+# The feature version of the java at $1 (17 for "17.0.15", 8 for "1.8.0_402"); fails when it does
+# not run — as macOS's /usr/bin/java does when no JDK is installed.
+java_major() {
+  local out v
+  out=$("$1" -version 2>&1) || return 1
+  v=$(printf '%s\n' "$out" | sed -n 's/.* version "\([^"]*\)".*/\1/p' | head -n 1)
+  case "$v" in 1.*) v=${v#1.} ;; esac
+  v=${v%%[!0-9]*}
+  [ -n "$v" ] || return 1
+  printf '%s\n' "$v"
+}
+
+# The java.home of the java at $1, as this shell names it.
+java_home_of() {
+  local h
+  h=$("$1" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java\.home = //p' | head -n 1 | tr -d '\r') || return 1
+  [ -n "$h" ] || return 1
+  to_unix "$h"
+}
+
+jdk_home=""
+jdk_via=""
+jdk_tried=""
+jdk_problems=()
+# Takes $1 as the JDK when it is one: java runs, is 17 or later, and javac is there (Maven compiles
+# in-process). Otherwise notes why not, for the message.
+try_jdk() {
+  local home=${1%/} via=$2 java major
+  [ -z "$jdk_home" ] || return 0
+  [ -n "$home" ] || return 0
+  case "$jdk_tried" in *"|$home|"*) return 0 ;; esac
+  jdk_tried="$jdk_tried|$home|"
+  if ! java=$(exe "$home/bin/java"); then
+    jdk_problems+=("$via: no bin/java in $home")
+    return 0
+  fi
+  if ! major=$(java_major "$java"); then
+    jdk_problems+=("$via: $java does not run")
+    return 0
+  fi
+  if [ "$major" -lt 17 ]; then
+    jdk_problems+=("$via: $home is Java $major; qvm needs 17 or later")
+    return 0
+  fi
+  if ! exe "$home/bin/javac" >/dev/null; then
+    jdk_problems+=("$via: $home is a JRE (no javac); qvm needs a JDK")
+    return 0
+  fi
+  jdk_home=$home
+  jdk_via=$via
+}
+
+find_jdk() {
+  local j h f p
+  jdk_home=""
+  jdk_via=""
+  jdk_tried=""
+  jdk_problems=()
+  if [ -n "${JAVA_HOME:-}" ]; then
+    try_jdk "$(to_unix "$JAVA_HOME")" "JAVA_HOME"
+  fi
+  if [ "$host" = macos ]; then
+    # The system's registry of installed JDKs; /usr/bin/java only forwards to it.
+    if j=$(exe "$R/usr/libexec/java_home") && h=$("$j" -v 17+ 2>/dev/null); then
+      try_jdk "$h" "/usr/libexec/java_home -v 17+"
+    fi
+    # Homebrew's openjdk formulas are keg-only: installed, but neither on PATH nor known to java_home.
+    for f in openjdk@17 openjdk@21 openjdk; do
+      h=""
+      if command -v brew >/dev/null 2>&1; then
+        h=$(brew --prefix "$f" 2>/dev/null || true)
+      fi
+      for p in "$h" "$R/opt/homebrew/opt/$f" "$R/usr/local/opt/$f"; do
+        if [ -n "$p" ] && [ -d "$p" ]; then
+          if [ -d "$p/libexec/openjdk.jdk/Contents/Home" ]; then
+            try_jdk "$p/libexec/openjdk.jdk/Contents/Home" "Homebrew's $f (keg-only)"
+          else
+            try_jdk "$p" "Homebrew's $f (keg-only)"
+          fi
+        fi
+      done
+    done
+  fi
+  if j=$(command -v java 2>/dev/null); then
+    if h=$(java_home_of "$j"); then
+      try_jdk "$h" "java on PATH ($j)"
+    else
+      jdk_problems+=("java on PATH: $j does not run$([ "$host" = macos ] && echo " (macOS's stub: no JDK is installed)")")
+    fi
+  fi
+  if [ "$host" = linux ]; then
+    for h in "$R"/usr/lib/jvm/*/; do
+      [ -d "$h" ] && try_jdk "$h" "$h"
+    done
+  fi
+  if [ "$host" = windows ]; then
+    local pf
+    pf="$R$(to_unix "${ProgramFiles:-${PROGRAMFILES:-C:\\Program Files}}")"
+    for h in "$pf"/Eclipse\ Adoptium/*/ "$pf"/Microsoft/jdk-*/ "$pf"/Java/*/ "$pf"/Zulu/*/ \
+             "$pf"/Amazon\ Corretto/*/ "$pf"/BellSoft/*/; do
+      [ -d "$h" ] && try_jdk "$h" "$h"
+    done
+  fi
+  [ -n "$jdk_home" ]
+}
+
+# ---- QEMU and Maven --------------------------------------------------------------------------
+
+# The path of qemu-system-$1: $QVM_QEMU (a directory or a binary), PATH, the usual install places
+# (the same order as the backend's QemuLocator).
+find_qemu() {
+  local name="qemu-system-$1" q d
+  if [ -n "${QVM_QEMU:-}" ]; then
+    q=$(to_unix "$QVM_QEMU")
+    if [ -d "$q" ]; then
+      exe "$q/$name" && return 0
+    elif [ -f "$q" ]; then
+      exe "$(dirname "$q")/$name" && return 0
+    fi
+  fi
+  command -v "$name" 2>/dev/null && return 0
+  command -v "$name.exe" 2>/dev/null && return 0
+  case "$host" in
+    macos) set -- "$R/opt/homebrew/bin" "$R/usr/local/bin" "$R/opt/local/bin" ;;
+    windows) set -- "$R$(to_unix "${ProgramFiles:-${PROGRAMFILES:-C:\\Program Files}}")/qemu" ;;
+    *) set -- "$R/usr/bin" "$R/usr/local/bin" ;;
+  esac
+  for d in "$@"; do
+    exe "$d/$name" && return 0
+  done
+  return 1
+}
+
+# mvn on PATH, else this checkout's Maven wrapper (it fetches the Maven it pins on first use).
+find_maven() {
+  command -v mvn 2>/dev/null && return 0
+  exe "$ROOT/mvnw" && return 0
+  return 1
+}
+
+report_found() {
+  say "JDK: $jdk_home ($jdk_via, Java $(java_major "$(exe "$jdk_home/bin/java")"))"
+  case "$jdk_via" in
+    Homebrew*)
+      say "that JDK is keg-only: qvm uses it through JAVA_HOME; for your own shell:"
+      say "  export JAVA_HOME=$jdk_home" ;;
+  esac
+  say "QEMU: $qemu ($("$qemu" --version 2>/dev/null | head -n 1 | tr -d '\r'))"
+  say "Maven: $maven"
+  if [ "$print_env" = 1 ]; then
+    printf 'JAVA_HOME=%s\nQVM_MVN=%s\n' "$jdk_home" "$maven"
+  fi
+}
+
+# ---- macOS and Windows: find, or say exactly what to install ---------------------------------
+
+if [ "$host" = macos ] || [ "$host" = windows ]; then
+  missing=0
+  if [ "$host" = macos ]; then
+    case "$arch" in arm64|aarch64) qemu_arch=aarch64 ;; *) qemu_arch=x86_64 ;; esac
+  else
+    qemu_arch=x86_64
+  fi
+  find_jdk || missing=1
+  qemu=$(find_qemu "$qemu_arch") || { qemu=""; missing=1; }
+  maven=$(find_maven) || { maven=""; missing=1; }
+  shellcheck=1
+  if [ "$for_tests" = 1 ] && ! command -v shellcheck >/dev/null 2>&1; then
+    shellcheck=0
+    missing=1
+  fi
+  if [ "$missing" = 0 ]; then
+    report_found
+    exit 0
+  fi
+  tell "missing on this host ($os $arch):"
+  if [ -z "$jdk_home" ]; then
+    tell "  a JDK 17 or later. Looked at:"
+    for p in ${jdk_problems[@]+"${jdk_problems[@]}"}; do
+      tell "    - $p"
+    done
+    [ ${#jdk_problems[@]} -gt 0 ] || tell "    - JAVA_HOME (unset), java on PATH (none)"
+    if [ "$host" = macos ]; then
+      tell "    install one: brew install openjdk@17"
+      tell "    (keg-only: this script finds it under \$(brew --prefix openjdk@17) and points JAVA_HOME there;"
+      tell "    any JDK 17+ that /usr/libexec/java_home lists will do too, e.g. from https://adoptium.net)"
+    else
+      tell "    install one: winget install --exact --id EclipseAdoptium.Temurin.17.JDK"
+      tell "    (or: choco install temurin17 / scoop bucket add java && scoop install java/temurin17-jdk),"
+      tell "    or set JAVA_HOME to a JDK 17+ you have"
+    fi
+  fi
+  if [ -z "$qemu" ]; then
+    if [ "$host" = macos ]; then
+      tell "  QEMU (qemu-system-$qemu_arch: not in \$QVM_QEMU, on PATH, /opt/homebrew/bin, /usr/local/bin or /opt/local/bin)"
+      tell "    install it: brew install qemu"
+    else
+      tell "  QEMU (qemu-system-x86_64.exe: not in \$QVM_QEMU, on PATH or in C:\\Program Files\\qemu)"
+      tell "    install it: winget install --exact --id SoftwareFreedomConservancy.QEMU"
+      tell "    (or: choco install qemu / scoop install qemu, or the installer from https://qemu.weilnetz.de/w64/"
+      tell "    into C:\\Program Files\\qemu); a QEMU elsewhere: set QVM_QEMU to its directory"
+    fi
+  fi
+  if [ -z "$maven" ]; then
+    tell "  Maven (no mvn on PATH and no mvnw in $ROOT)"
+    if [ "$host" = macos ]; then
+      tell "    install it: brew install maven"
+    else
+      tell "    install it: choco install maven / scoop install maven"
+    fi
+  fi
+  if [ "$shellcheck" = 0 ]; then
+    tell "  shellcheck (./qvm test checks the shell scripts with it)"
+    if [ "$host" = macos ]; then
+      tell "    install it: brew install shellcheck"
+    else
+      tell "    install it: winget install --exact --id koalaman.shellcheck (or: choco install shellcheck / scoop install shellcheck)"
+    fi
+  fi
+  tell "then open a new terminal (installers change PATH) and re-run."
+  exit 1
+fi
+
+if [ "$host" = other ]; then
+  tell "$os is not a host qvm knows: install QEMU, a JDK 17 or later and Maven, set JAVA_HOME, then run"
+  tell "  ./mvnw -DskipTests install && java -jar release/target/qvm.jar up"
+  exit 1
+fi
+
+# ---- Linux -----------------------------------------------------------------------------------
+
+# command:Debian package that provides it
+need=(
+  qemu-system-x86_64:qemu-system-x86
+  qemu-system-aarch64:qemu-system-arm
+  dpkg-deb:dpkg
+  apt-get:apt
+  gzip:gzip
 )
+[ "$for_tests" = 1 ] && need+=(shellcheck:shellcheck)
+# Maven from apt where this script installs packages anyway; elsewhere the wrapper will do.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || ! exe "$ROOT/mvnw" >/dev/null; then
+  need+=(mvn:maven)
+fi
 pkgs=()
-for cmd in "${!need[@]}"; do
-  command -v "$cmd" >/dev/null 2>&1 || pkgs+=("${need[$cmd]}")
+for pair in "${need[@]}"; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || pkgs+=("${pair#*:}")
 done
+# A JDK 17+ with jlink (the guest's JRE is made with it), wherever the default java points.
+if ! find_jdk || ! exe "$jdk_home/bin/jlink" >/dev/null; then
+  pkgs+=(openjdk-17-jdk-headless)
+fi
 # A static busybox: the command-line test boots a throwaway initramfs built around it.
-[ -x /bin/busybox ] || [ -x /usr/bin/busybox ] || pkgs+=(busybox-static)
+[ -x "$R/bin/busybox" ] || [ -x "$R/usr/bin/busybox" ] || pkgs+=(busybox-static)
 # Fonts the in-process renderer tests use on the host JVM.
-[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || pkgs+=(fonts-dejavu-core)
+[ -f "$R/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf" ] || pkgs+=(fonts-dejavu-core)
 # CA certificates let apt and Maven reach their registries over https.
-[ -d /etc/ssl/certs ] && [ -n "$(ls -A /etc/ssl/certs 2>/dev/null)" ] || pkgs+=(ca-certificates)
+{ [ -d "$R/etc/ssl/certs" ] && [ -n "$(ls -A "$R/etc/ssl/certs" 2>/dev/null)" ]; } || pkgs+=(ca-certificates)
 
 # The unprivileged user a root qvm has QEMU drop to (-runas); a system account, no home, no login.
 ensure_qemu_user() {
@@ -58,26 +345,45 @@ ensure_qemu_user() {
   [ "$(id -u)" = 0 ] || return 0
   getent passwd "$user" >/dev/null 2>&1 && return 0
   if ! command -v useradd >/dev/null 2>&1; then
-    echo "[prereqs] QEMU needs an unprivileged user '$user' to run as; create one (no home, no login shell)" >&2
+    tell "QEMU needs an unprivileged user '$user' to run as; create one (no home, no login shell)"
     exit 1
   fi
-  echo "[prereqs] creating the unprivileged user '$user' QEMU runs as" >&2
-  useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
+  tell "creating the unprivileged user '$user' QEMU runs as"
+  useradd --system --no-create-home --shell /usr/sbin/nologin "$user" >&2
+}
+
+finish_linux() {
+  qemu=$(find_qemu x86_64)
+  maven=$(find_maven)
+  report_found
+  ensure_qemu_user
+  exit 0
 }
 
 if [ ${#pkgs[@]} -eq 0 ]; then
-  say "all prerequisites present ($(qemu-system-x86_64 --version | head -1))"
-  ensure_qemu_user
-  exit 0
+  finish_linux
 fi
-mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
+# Sorted, each once.
+sorted=$(printf '%s\n' "${pkgs[@]}" | sort -u)
+pkgs=()
+while IFS= read -r p; do
+  pkgs+=("$p")
+done <<< "$sorted"
+if [ "$host" = linux ] && [ -n "$jdk_home" ] && ! exe "$jdk_home/bin/jlink" >/dev/null; then
+  tell "the JDK at $jdk_home has no jlink"
+elif [ -z "$jdk_home" ]; then
+  tell "no JDK 17 or later:"
+  for p in ${jdk_problems[@]+"${jdk_problems[@]}"}; do
+    tell "  - $p"
+  done
+fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "[prereqs] missing: ${pkgs[*]} — install them with your package manager, then re-run." >&2
+  tell "missing (Debian's names): ${pkgs[*]} — install them with your package manager, then re-run."
   exit 1
 fi
 if [ "$(id -u)" != 0 ]; then
-  echo "[prereqs] missing packages: ${pkgs[*]}" >&2
-  echo "[prereqs] run: sudo apt-get update && sudo apt-get install -y --no-install-recommends ${pkgs[*]}" >&2
+  tell "missing packages: ${pkgs[*]}"
+  tell "run: sudo apt-get update && sudo apt-get install -y --no-install-recommends ${pkgs[*]}"
   exit 1
 fi
 say "installing: ${pkgs[*]}"
@@ -85,4 +391,8 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >&2
 apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >&2
 say "installed: ${pkgs[*]}"
-ensure_qemu_user
+if ! find_jdk; then
+  tell "installed openjdk-17-jdk-headless, yet no JDK 17+ was found: set JAVA_HOME to it and re-run"
+  exit 1
+fi
+finish_linux
