@@ -20,6 +20,9 @@ import java.util.Optional;
  * <tr><td>{@value #MAVEN_REPO}</td><td>the local Maven repository the image artifact is looked for in, unless
  *     the system property {@code maven.repo.local} names one</td><td>{@code <localRepository>} of
  *     {@code ~/.m2/settings.xml}, else {@code ~/.m2/repository}</td></tr>
+ * <tr><td>{@value #IMAGE_REPOSITORY}</td><td>a remote Maven repository the released image of this backend's
+ *     version is fetched from, accepted only when it matches the hashes this jar pins
+ *     ({@code io.qvm.backend.image.PinnedImages}; adr/0011)</td><td>— (no download)</td></tr>
  * <tr><td>{@value #STATE}</td><td>the state directory (one directory per sandbox)</td><td>{@code ~/.local/state/qvm}</td></tr>
  * <tr><td>{@value #RUNTIME_DIR}</td><td>sockets</td><td>{@code $XDG_RUNTIME_DIR/qvm}, else {@code %TEMP%\qvm}
  *     on Windows, else {@code /tmp/qvm-<uid>}</td></tr>
@@ -45,6 +48,7 @@ public final class QvmEnvironment {
     public static final String TEMPLATES = "QVM_TEMPLATES";
     public static final String QEMU_USER = "QVM_QEMU_USER";
     public static final String MAVEN_REPO = "QVM_MAVEN_REPO";
+    public static final String IMAGE_REPOSITORY = "QVM_IMAGE_REPOSITORY";
 
     private final Map<String, String> env;
     private final String home;

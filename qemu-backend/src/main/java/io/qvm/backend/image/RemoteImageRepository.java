@@ -46,7 +46,7 @@ import java.util.Optional;
 public final class RemoteImageRepository {
 
     /** The environment variable naming the repository's base URL (e.g. {@code https://repo.example/releases}). */
-    public static final String ENV = "QVM_IMAGE_REPOSITORY";
+    public static final String ENV = io.qvm.backend.QvmEnvironment.IMAGE_REPOSITORY;
     /** Where fetched zips are kept: a private directory in the user cache. */
     public static final String CACHE_DIR = "images-remote";
     private static final String PART_PREFIX = ".fetch-";
