@@ -9,6 +9,7 @@ import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
@@ -67,7 +68,7 @@ public final class ImageBuilder {
         this.lock = b.lock != null ? b.lock : PackageLock.bundled();
         this.workerLock = b.workerLock != null ? b.workerLock : WorkerLock.bundled();
         this.progress = b.progress;
-        this.store = new PackageStore(b.cache, b.progress);
+        this.store = new PackageStore(b.cache, b.progress, b.etcApt, b.environment);
         this.jreModules = b.jreModules;
         this.limits = b.limits;
         this.mtime = b.mtime;
@@ -216,7 +217,7 @@ public final class ImageBuilder {
                     + " uncompressed)");
             InitramfsArchive.write(stage, building.resolve(INITRAMFS), mtime);
             Path vmlinuz = kernelRoot.resolve("boot/vmlinuz-" + kver);
-            if (!Files.isRegularFile(vmlinuz)) {
+            if (!Files.isRegularFile(vmlinuz, LinkOption.NOFOLLOW_LINKS)) {
                 throw new ImageException("the kernel package " + kernelPkg.label() + " has no boot/vmlinuz-"
                         + kver);
             }
@@ -294,7 +295,8 @@ public final class ImageBuilder {
     private static Path find(Path root, String name, Entry pkg) {
         for (String d : new String[] {"bin", "usr/bin", "sbin", "usr/sbin"}) {
             Path p = root.resolve(d).resolve(name);
-            if (Files.isRegularFile(p)) {
+            // not through a symlink: an absolute target would name a file of the build host
+            if (Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) {
                 return p;
             }
         }
@@ -321,6 +323,8 @@ public final class ImageBuilder {
         private Path workerJar = ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
         private PackageLock lock;
         private Path cache = PackageStore.defaultCache();
+        private Path etcApt = Path.of("/etc/apt");
+        private Map<String, String> environment = System.getenv();
         private WorkerLock workerLock;
         private List<String> jreModules = JreLinker.DEFAULT_MODULES;
         private WorkerLimits limits = WorkerLimits.DEFAULTS;
@@ -359,6 +363,24 @@ public final class ImageBuilder {
 
         public Builder cache(Path v) {
             this.cache = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /**
+         * Where the host's apt sources are read from when the mirror variables are not set
+         * (default {@code /etc/apt}; need not exist). See {@link DebianMirrors}.
+         */
+        public Builder etcApt(Path v) {
+            this.etcApt = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /**
+         * The environment {@link DebianMirrors#ARCHIVE_ENV} and {@link DebianMirrors#SECURITY_ENV}
+         * are read from (default: this process's).
+         */
+        public Builder environment(Map<String, String> v) {
+            this.environment = Map.copyOf(v);
             return this;
         }
 
