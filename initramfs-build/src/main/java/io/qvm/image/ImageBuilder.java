@@ -33,7 +33,9 @@ import java.util.function.Consumer;
  *         .run();
  * </pre>
  *
- * <p>The same lock, worker jar and JDK give a bit-identical {@code initramfs.cpio.gz}: every
+ * <p>The same lock and worker jar give a bit-identical {@code initramfs.cpio.gz} on any host with
+ * a JDK 17 jlink (no apt, dpkg or /etc/apt needed: {@link PackageStore}; the deflate streams come
+ * from the JDK's zlib, see adr/0010 for the one caveat): every
  * input is pinned by hash, archive entries are sorted with fixed metadata (see
  * {@link CpioWriter}), and nothing time- or host-dependent is written (the mtime is
  * {@code SOURCE_DATE_EPOCH}, default 0).
@@ -108,7 +110,7 @@ public final class ImageBuilder {
                 && Sha256.of(workerJar).equals(m.workerJar().sha256())
                 && workerJarMatchesItsLock()
                 && jreModules.stream().sorted().toList().equals(m.jre().modules())
-                && Runtime.version().toString().equals(m.jre().jlinkRuntime())
+                && String.valueOf(JreLinker.FEATURE).equals(m.jre().jlinkRuntime())
                 && m.fixedLimits().rlimitNofile() == limits.nofile()
                 && m.fixedLimits().rlimitNproc() == limits.nproc()
                 && m.sourceDateEpoch() == mtime
@@ -255,7 +257,10 @@ public final class ImageBuilder {
         ImageManifest.Runsc runsc = new ImageManifest.Runsc(runscPkg.version(), runscPkg.suite(),
                 List.of("systrap", "ptrace"), "systrap");
         ImageManifest.Jre jre = new ImageManifest.Jre(jreModules.stream().sorted().toList(),
-                Runtime.version().toString(), cds,
+                // the jlink's feature release, not the host JDK's full version: any 17.0.x jlink
+                // links the pinned jmods into the same bytes (adr/0010), and the manifest must not
+                // differ by the host that built it
+                String.valueOf(JreLinker.FEATURE), cds,
                 bundle.jlinkArgs().stream().map(a -> a.startsWith("/") ? Path.of(a).getFileName().toString() : a)
                         .toList(),
                 List.copyOf(bundle.libraries().keySet()));
