@@ -76,9 +76,10 @@ public final class PackageStore {
                     + "), fetching it again");
             delete(target);
         }
+        PoolFetcher f = fetcher();
         progress.accept("fetching " + e.name() + " " + e.version() + " (" + e.architecture() + ", "
-                + mib(e.size()) + ") from " + e.suite());
-        fetcher().fetch(e, target);
+                + mib(e.size()) + ") from " + e.suite() + ": " + f.url(e));
+        f.fetch(e, target);
         return target;
     }
 
