@@ -18,6 +18,9 @@ import java.util.Map;
  * <p>Release {@code bookworm} means suites bookworm, bookworm-updates and bookworm-security;
  * {@code trixie} likewise. Within a private state every suite has the same priority, so apt's
  * candidate is the highest version across them.
+ *
+ * <p>Used only to refresh the lock ({@link Locker}, on a Debian host). The image build itself
+ * downloads without apt ({@link PoolFetcher}).
  */
 public final class AptRepo {
     private final String release;
@@ -122,38 +125,6 @@ public final class AptRepo {
         }
         return new Record(f.get("Package"), version, f.get("Architecture"), suite, f.get("Filename"),
                 Long.parseLong(f.getOrDefault("Size", "0")), f.get("SHA256"), deps);
-    }
-
-    /**
-     * Downloads {@code name=version} into {@code into}; returns the .deb's path. A version the
-     * registry no longer has is an error that says to refresh the lock.
-     */
-    public Path download(PackageLock.Entry e, Path into) {
-        update();
-        List<String> cmd = apt("apt-get");
-        cmd.add("download");
-        cmd.add(e.name() + ":" + e.architecture() + "=" + e.version());
-        Proc.Result r = Proc.run(cmd, into);
-        if (r.exit() != 0) {
-            throw new ImageException("cannot download " + e.label() + " from " + e.suite() + ": "
-                    + Proc.tail(r.err(), 600) + "\nThe registry may no longer carry this version; "
-                    + "refresh the lock with " + PackageLock.REFRESH_COMMAND
-                    + "\nCommand: " + String.join(" ", cmd));
-        }
-        String base = e.filename().substring(e.filename().lastIndexOf('/') + 1);
-        Path deb = into.resolve(base);
-        if (!Files.isRegularFile(deb)) {
-            // apt names the file name_version_arch.deb with ':' in epochs escaped as %3a
-            try (var s = Files.list(into)) {
-                deb = s.filter(p -> p.getFileName().toString().startsWith(e.name() + "_")
-                        && p.getFileName().toString().endsWith(".deb")).findFirst()
-                        .orElseThrow(() -> new ImageException("apt-get download of " + e.label()
-                                + " reported success but left no .deb in " + into));
-            } catch (IOException ex) {
-                throw new ImageException("cannot list " + into + ": " + ex, ex);
-            }
-        }
-        return deb;
     }
 
     private List<String> apt(String tool) {

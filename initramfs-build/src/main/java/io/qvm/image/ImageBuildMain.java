@@ -21,6 +21,7 @@ import java.util.List;
  *   verify [--arch A] [--out DIR] [--json]          exit 1 if a file does not match
  *   lock   [--arch A|all] [--lock FILE] [--json]   refresh the lock from the registry
  *   lock-worker [--worker-jar PATH] [--lock FILE] [--json]   pin the worker jar's dependencies
+ *   fetch  [--arch A|all] [--lock FILE] [--json]   download, verify and extract the pinned packages
  * </pre>
  * Exit codes: 0 ok, 1 failure, 2 usage.
  */
@@ -42,6 +43,10 @@ public final class ImageBuildMain {
             "  lock-worker [--worker-jar PATH] [--lock FILE] [--json]",
             "         pin the Maven dependencies the worker jar was built from (its BOM) by SHA-256,",
             "         in " + WorkerLock.SOURCE_PATH + " (or --lock FILE); the build refuses others",
+            "  fetch  [--arch A|all] [--lock FILE] [--json]",
+            "         download (from " + DebianMirrors.ARCHIVE_ENV + " / " + DebianMirrors.SECURITY_ENV + ",",
+            "         else the host's apt sources), verify and extract the pinned packages into the",
+            "         cache, so a later build needs no network; needs no apt or dpkg",
             "defaults: --arch is the host's, --out is $QVM_IMAGE_DIR or out/image, the cache is",
             "$QVM_CACHE or ~/.cache/qvm, --worker-jar is renderer-worker/target/renderer-worker.jar,",
             "--lock is the bundled lock (for 'lock': " + PackageLock.SOURCE_PATH + ")");
@@ -73,6 +78,7 @@ public final class ImageBuildMain {
                 case "verify" -> info(o, out, true);
                 case "lock" -> lock(o, out, err);
                 case "lock-worker" -> lockWorker(o, out, err);
+                case "fetch" -> fetch(o, out, err);
                 default -> {
                     err.println("qvm-image: unknown command '" + args[0] + "'");
                     err.println(USAGE_TEXT);
@@ -191,6 +197,31 @@ public final class ImageBuildMain {
             j.put("lock", file.toString());
             j.put("packages", lock.all().values().stream().mapToInt(List::size).sum());
             out.println(j.toPrettyString());
+        }
+        return OK;
+    }
+
+    private static int fetch(Options o, PrintStream out, PrintStream err) {
+        PackageLock lock = o.lock != null ? PackageLock.read(o.lock) : PackageLock.bundled();
+        PackageStore store = new PackageStore(PackageStore.defaultCache(),
+                line -> err.println("[image] " + line));
+        ObjectNode j = MAPPER.createObjectNode();
+        ArrayNode pkgs = j.putArray("packages");
+        for (Arch a : o.arches()) {
+            for (PackageLock.Entry e : lock.entries(a)) {
+                Path dir = store.extracted(a, e);
+                ObjectNode p = pkgs.addObject();
+                p.put("arch", a.id());
+                p.put("name", e.name());
+                p.put("sha256", e.sha256());
+                p.put("extracted", dir.toString());
+            }
+        }
+        j.put("ok", true);
+        if (o.json) {
+            out.println(j.toPrettyString());
+        } else {
+            out.println(pkgs.size() + " pinned packages verified and extracted under " + store.cache());
         }
         return OK;
     }

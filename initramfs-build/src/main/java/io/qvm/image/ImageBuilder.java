@@ -9,6 +9,7 @@ import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
@@ -32,7 +33,9 @@ import java.util.function.Consumer;
  *         .run();
  * </pre>
  *
- * <p>The same lock, worker jar and JDK give a bit-identical {@code initramfs.cpio.gz}: every
+ * <p>The same lock and worker jar give a bit-identical {@code initramfs.cpio.gz} on any host with
+ * a JDK 17 jlink (no apt, dpkg or /etc/apt needed: {@link PackageStore}; the deflate streams come
+ * from the JDK's zlib, see adr/0010 for the one caveat): every
  * input is pinned by hash, archive entries are sorted with fixed metadata (see
  * {@link CpioWriter}), and nothing time- or host-dependent is written (the mtime is
  * {@code SOURCE_DATE_EPOCH}, default 0).
@@ -67,7 +70,7 @@ public final class ImageBuilder {
         this.lock = b.lock != null ? b.lock : PackageLock.bundled();
         this.workerLock = b.workerLock != null ? b.workerLock : WorkerLock.bundled();
         this.progress = b.progress;
-        this.store = new PackageStore(b.cache, b.progress);
+        this.store = new PackageStore(b.cache, b.progress, b.etcApt, b.environment);
         this.jreModules = b.jreModules;
         this.limits = b.limits;
         this.mtime = b.mtime;
@@ -107,7 +110,7 @@ public final class ImageBuilder {
                 && Sha256.of(workerJar).equals(m.workerJar().sha256())
                 && workerJarMatchesItsLock()
                 && jreModules.stream().sorted().toList().equals(m.jre().modules())
-                && Runtime.version().toString().equals(m.jre().jlinkRuntime())
+                && String.valueOf(JreLinker.FEATURE).equals(m.jre().jlinkRuntime())
                 && m.fixedLimits().rlimitNofile() == limits.nofile()
                 && m.fixedLimits().rlimitNproc() == limits.nproc()
                 && m.sourceDateEpoch() == mtime
@@ -216,7 +219,7 @@ public final class ImageBuilder {
                     + " uncompressed)");
             InitramfsArchive.write(stage, building.resolve(INITRAMFS), mtime);
             Path vmlinuz = kernelRoot.resolve("boot/vmlinuz-" + kver);
-            if (!Files.isRegularFile(vmlinuz)) {
+            if (!Files.isRegularFile(vmlinuz, LinkOption.NOFOLLOW_LINKS)) {
                 throw new ImageException("the kernel package " + kernelPkg.label() + " has no boot/vmlinuz-"
                         + kver);
             }
@@ -254,7 +257,10 @@ public final class ImageBuilder {
         ImageManifest.Runsc runsc = new ImageManifest.Runsc(runscPkg.version(), runscPkg.suite(),
                 List.of("systrap", "ptrace"), "systrap");
         ImageManifest.Jre jre = new ImageManifest.Jre(jreModules.stream().sorted().toList(),
-                Runtime.version().toString(), cds,
+                // the jlink's feature release, not the host JDK's full version: any 17.0.x jlink
+                // links the pinned jmods into the same bytes (adr/0010), and the manifest must not
+                // differ by the host that built it
+                String.valueOf(JreLinker.FEATURE), cds,
                 bundle.jlinkArgs().stream().map(a -> a.startsWith("/") ? Path.of(a).getFileName().toString() : a)
                         .toList(),
                 List.copyOf(bundle.libraries().keySet()));
@@ -294,7 +300,8 @@ public final class ImageBuilder {
     private static Path find(Path root, String name, Entry pkg) {
         for (String d : new String[] {"bin", "usr/bin", "sbin", "usr/sbin"}) {
             Path p = root.resolve(d).resolve(name);
-            if (Files.isRegularFile(p)) {
+            // not through a symlink: an absolute target would name a file of the build host
+            if (Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) {
                 return p;
             }
         }
@@ -321,6 +328,8 @@ public final class ImageBuilder {
         private Path workerJar = ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
         private PackageLock lock;
         private Path cache = PackageStore.defaultCache();
+        private Path etcApt = Path.of("/etc/apt");
+        private Map<String, String> environment = System.getenv();
         private WorkerLock workerLock;
         private List<String> jreModules = JreLinker.DEFAULT_MODULES;
         private WorkerLimits limits = WorkerLimits.DEFAULTS;
@@ -359,6 +368,24 @@ public final class ImageBuilder {
 
         public Builder cache(Path v) {
             this.cache = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /**
+         * Where the host's apt sources are read from when the mirror variables are not set
+         * (default {@code /etc/apt}; need not exist). See {@link DebianMirrors}.
+         */
+        public Builder etcApt(Path v) {
+            this.etcApt = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /**
+         * The environment {@link DebianMirrors#ARCHIVE_ENV} and {@link DebianMirrors#SECURITY_ENV}
+         * are read from (default: this process's).
+         */
+        public Builder environment(Map<String, String> v) {
+            this.environment = Map.copyOf(v);
             return this;
         }
 

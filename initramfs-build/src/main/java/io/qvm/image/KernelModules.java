@@ -61,7 +61,8 @@ public final class KernelModules {
         Path base = kernelRoot.resolve("lib/modules").resolve(version);
         Map<String, Path> index = new TreeMap<>();
         try (Stream<Path> s = Files.walk(base.resolve("kernel"))) {
-            s.filter(p -> p.getFileName().toString().endsWith(".ko")).forEach(p ->
+            s.filter(p -> p.getFileName().toString().endsWith(".ko")
+                    && Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)).forEach(p ->
                     index.put(norm(p.getFileName().toString().replaceAll("\\.ko$", "")), p));
         }
         Set<String> builtin = new HashSet<>();

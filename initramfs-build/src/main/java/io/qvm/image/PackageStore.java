@@ -7,38 +7,48 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
 
 /**
- * Fetches pinned packages into {@code $QVM_CACHE}, verifies them and extracts them.
+ * Fetches pinned packages into {@code $QVM_CACHE}, verifies them and extracts them, with no
+ * Debian tool: downloads go straight to the mirror's pool ({@link PoolFetcher}, mirrors from
+ * {@link DebianMirrors}), extraction is {@link DebArchive}.
  * <pre>
  *   $QVM_CACHE/debs/&lt;sha256&gt;.deb          verified .deb files, named by their hash
- *   $QVM_CACHE/extracted/&lt;sha256&gt;/         dpkg-deb -x of each
- *   $QVM_CACHE/apt/&lt;release&gt;-&lt;arch&gt;/       private apt states (see AptRepo)
+ *   $QVM_CACHE/extracted/&lt;sha256&gt;/         the data archive of each (as dpkg-deb -x writes it)
+ *   $QVM_CACHE/apt/&lt;release&gt;-&lt;arch&gt;/       private apt states of the lock refresh (Locker)
  * </pre>
- * A cached .deb is re-hashed on every use; a wrong hash from the registry is an error naming the
- * package, both hashes and the command that refreshes the lock. Nothing touches the network when
- * every pinned package is already in the cache.
+ * A cached .deb is re-hashed on every use; a wrong hash from the mirror is a
+ * {@link PackageHashMismatchException} naming the package and both hashes. Nothing touches the
+ * network (and no mirror need be configured) when every pinned package is already in the cache.
  */
 public final class PackageStore {
     private final Path cache;
     private final Consumer<String> progress;
-    private final Map<String, AptRepo> repos = new HashMap<>();
     private final Path etcApt;
-    private HostAptSources.Mirrors mirrors;
+    private final Map<String, String> env;
+    private PoolFetcher fetcher;
 
     public PackageStore(Path cache, Consumer<String> progress) {
-        this(cache, progress, Path.of("/etc/apt"));
+        this(cache, progress, Path.of("/etc/apt"), System.getenv());
     }
 
     /** @param etcApt where the host's apt sources are read from (normally /etc/apt) */
     PackageStore(Path cache, Consumer<String> progress, Path etcApt) {
+        this(cache, progress, etcApt, System.getenv());
+    }
+
+    /**
+     * @param etcApt where the host's apt sources are read from (normally /etc/apt; need not exist)
+     * @param env    where {@link DebianMirrors#ARCHIVE_ENV} and {@link DebianMirrors#SECURITY_ENV}
+     *               are read from (normally the process environment)
+     */
+    public PackageStore(Path cache, Consumer<String> progress, Path etcApt, Map<String, String> env) {
         this.cache = cache;
         this.progress = progress;
         this.etcApt = etcApt;
+        this.env = Map.copyOf(env);
     }
 
     /** The cache directory: {@code $QVM_CACHE}, else {@code ~/.cache/qvm}. */
@@ -66,39 +76,23 @@ public final class PackageStore {
                     + "), fetching it again");
             delete(target);
         }
+        PoolFetcher f = fetcher();
         progress.accept("fetching " + e.name() + " " + e.version() + " (" + e.architecture() + ", "
-                + mib(e.size()) + ") from " + e.suite());
-        Path tmp;
-        try {
-            Files.createDirectories(target.getParent());
-            tmp = Files.createTempDirectory(target.getParent(), ".dl-");
-        } catch (IOException ex) {
-            throw new ImageException("cannot create a download directory in " + cache + ": " + ex, ex);
-        }
-        try {
-            Path deb = repo(arch, e.suite()).download(e, tmp);
-            verify(e, deb);
-            Files.move(deb, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            return target;
-        } catch (IOException ex) {
-            throw new ImageException("cannot store " + e.label() + " in " + cache + ": " + ex, ex);
-        } finally {
-            FileTrees.deleteQuietly(tmp);
-        }
+                + mib(e.size()) + ") from " + e.suite() + ": " + f.url(e));
+        f.fetch(e, target);
+        return target;
     }
 
     /** Checks a downloaded .deb against the lock. */
     public static void verify(Entry e, Path deb) {
         String actual = Sha256.of(deb);
         if (!actual.equals(e.sha256())) {
-            throw new ImageException("package " + e.label() + " from " + e.suite()
-                    + " does not match the lock: expected sha256 " + e.sha256() + ", actual "
-                    + actual + " (" + deb + "). If the registry legitimately changed, refresh the "
-                    + "lock with " + PackageLock.REFRESH_COMMAND + " and review the diff.");
+            throw new PackageHashMismatchException(e.label() + " from " + e.suite(), deb.toString(),
+                    e.sha256(), actual);
         }
     }
 
-    /** {@code dpkg-deb -x} of the package, cached by hash. */
+    /** The package's files as {@code dpkg-deb -x} writes them ({@link DebArchive}), cached by hash. */
     public Path extracted(Arch arch, Entry e) {
         Path dir = cache.resolve("extracted").resolve(e.sha256());
         if (Files.isDirectory(dir)) {
@@ -106,25 +100,30 @@ public final class PackageStore {
         }
         Path deb = deb(arch, e);
         progress.accept("extracting " + e.name() + " " + e.version());
+        Path tmp = null;
         try {
             Files.createDirectories(dir.getParent());
-            Path tmp = Files.createTempDirectory(dir.getParent(), ".x-");
-            Proc.check(List.of("dpkg-deb", "-x", deb.toString(), tmp.toString()), null);
+            tmp = Files.createTempDirectory(dir.getParent(), ".x-");
+            DebArchive.extract(deb, tmp, e.label());
             Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
+            tmp = null;
         } catch (IOException ex) {
             throw new ImageException("cannot extract " + deb + " into " + dir + ": " + ex, ex);
+        } finally {
+            if (tmp != null) {
+                FileTrees.deleteQuietly(tmp);
+            }
         }
         return dir;
     }
 
-    private AptRepo repo(Arch arch, String suite) {
-        String release = suite.replaceAll("-(security|updates)$", "");
-        return repos.computeIfAbsent(release + "/" + arch, k -> {
-            if (mirrors == null) {
-                mirrors = HostAptSources.mirrors(etcApt);
-            }
-            return new AptRepo(cache, release, arch, mirrors);
-        });
+    private PoolFetcher fetcher() {
+        if (fetcher == null) {
+            DebianMirrors m = DebianMirrors.resolve(env, etcApt);
+            progress.accept("mirrors: " + m.archive() + " and " + m.security() + " (from " + m.origin() + ")");
+            fetcher = new PoolFetcher(m);
+        }
+        return fetcher;
     }
 
     private static void delete(Path p) {

@@ -37,16 +37,17 @@ class PackageLockTest {
     @Test
     void tamperedCacheEntryIsNotUsed(@TempDir Path tmp) throws Exception {
         // A cached .deb whose bytes do not hash to its name is discarded; with no registry
-        // reachable (no apt sources under this fake /etc/apt) the fetch then fails loudly.
+        // reachable (no mirror variables, no apt sources under this fake /etc/apt) the fetch
+        // then fails loudly, naming the variables to set.
         Entry pinned = new Entry("busybox-static", Role.BUSYBOX, "bookworm", "1:1.35.0-4", "amd64",
                 "pool/main/b/busybox/busybox-static_1.35.0-4_amd64.deb", 10, HASH_A);
         Path cached = tmp.resolve("debs").resolve(HASH_A + ".deb");
         Files.createDirectories(cached.getParent());
         Files.writeString(cached, "tampered");
         List<String> progress = new java.util.ArrayList<>();
-        PackageStore store = new PackageStore(tmp, progress::add, tmp.resolve("etc-apt"));
-        ImageException e = assertThrows(ImageException.class, () -> store.deb(Arch.X86_64, pinned));
-        assertTrue(e.getMessage().contains("no Debian archive source"), e.getMessage());
+        PackageStore store = new PackageStore(tmp, progress::add, tmp.resolve("etc-apt"), Map.of());
+        ImageException e = assertThrows(MirrorConfigurationException.class, () -> store.deb(Arch.X86_64, pinned));
+        assertTrue(e.getMessage().contains(DebianMirrors.ARCHIVE_ENV), e.getMessage());
         assertTrue(progress.get(0).contains("corrupt"), progress.toString());
         assertTrue(Files.notExists(cached), "the tampered file must be removed");
     }

@@ -7,15 +7,20 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Links the guest JRE with the running JDK's {@code jlink} against the <em>target
  * architecture's</em> jmods (taken from the pinned {@code openjdk-17-jdk-headless} package), so
  * one host builds the JRE for every architecture.
  *
- * <p>jlink requires the jmods' feature release to equal its own, so the build must run on a
- * JDK 17 (the pinned jmods are 17.0.x). The output is deterministic: same jmods, modules and
- * jlink give the same bytes (see the system-modules note in {@link #link}).
+ * <p>jlink requires the jmods' feature release to equal its own, so the jlink that runs must be
+ * a JDK 17's (the pinned jmods are 17.0.x); the JVM running the build need not be. It is, in
+ * order: {@value #JDK17_HOME_ENV}'s {@code bin/jlink}, else the running JDK's if it is a 17,
+ * else a {@link JdkNotFoundException} that says what to install on this OS (see
+ * {@link #jlinkFor}). The output is deterministic: same jmods and modules give the same bytes,
+ * and measured on this host the same bytes from jlink 17.0.15 and 17.0.21 (adr/0010), so the
+ * manifest records the feature release only ({@link #FEATURE}).
  */
 public final class JreLinker {
     /**
@@ -35,7 +40,76 @@ public final class JreLinker {
     public static final List<String> EXCLUDED_FILES = List.of(
             "**/libawt_xawt.so", "**/libjawt.so", "**/libsplashscreen.so", "**/libjsound.so");
 
+    /** The feature release of the pinned jmods, and so of the jlink that links them. */
+    public static final int FEATURE = 17;
+
+    /** A JDK 17 home whose jlink links the guest JRE when the build runs on another JDK. */
+    public static final String JDK17_HOME_ENV = "QVM_JDK17_HOME";
+
+    /** No JDK 17 jlink on this host: the message says what to install and what to set. */
+    public static final class JdkNotFoundException extends ImageException {
+        private static final long serialVersionUID = 1L;
+
+        JdkNotFoundException(String message) {
+            super(message);
+        }
+    }
+
     private JreLinker() {
+    }
+
+    /**
+     * The jlink executable to run: {@code $QVM_JDK17_HOME/bin/jlink}, else the running JDK's
+     * when it is a 17 (a JRE without jlink is refused), else {@link JdkNotFoundException}.
+     * Pure but for file checks, so every host's answer is testable here; the macOS and Windows
+     * texts are untested on a real host.
+     *
+     * @param env      the environment ({@value #JDK17_HOME_ENV})
+     * @param osName   {@code os.name}
+     * @param running  the running JVM's version
+     * @param javaHome the running JVM's {@code java.home}
+     */
+    public static Path jlinkFor(Map<String, String> env, String osName, Runtime.Version running,
+            Path javaHome) {
+        String exe = osName.startsWith("Windows") ? "jlink.exe" : "jlink";
+        String home = env.get(JDK17_HOME_ENV);
+        if (home != null && !home.isBlank()) {
+            Path jlink = Path.of(home.trim()).resolve("bin").resolve(exe);
+            if (!Files.isRegularFile(jlink)) {
+                throw new JdkNotFoundException(JDK17_HOME_ENV + "=" + home + " has no bin/" + exe
+                        + ": point it at the home directory of a JDK 17 (not a JRE). " + install(osName));
+            }
+            return jlink;
+        }
+        if (running.feature() == FEATURE) {
+            Path jlink = javaHome.resolve("bin").resolve(exe);
+            if (!Files.isRegularFile(jlink)) {
+                throw new JdkNotFoundException("this Java runtime (" + javaHome + ") has no bin/" + exe
+                        + ": run the image build with a full JDK 17, or set " + JDK17_HOME_ENV
+                        + " to one. " + install(osName));
+            }
+            return jlink;
+        }
+        throw new JdkNotFoundException("the guest JRE is linked from the pinned JDK " + FEATURE
+                + " jmods, which only a JDK " + FEATURE + "'s jlink links, and this build runs on JDK "
+                + running + " with " + JDK17_HOME_ENV + " unset. Any JDK 17.0.x gives the same image "
+                + "bytes; the build may keep running on this JDK. " + install(osName));
+    }
+
+    private static String install(String osName) {
+        if (osName.startsWith("Mac")) {
+            return "On macOS: brew install openjdk@17, then export " + JDK17_HOME_ENV
+                    + "=\"$(brew --prefix openjdk@17)/libexec/openjdk.jdk/Contents/Home\" (or, with any "
+                    + "other JDK 17 installed: export " + JDK17_HOME_ENV + "=\"$(/usr/libexec/java_home -v 17)\").";
+        }
+        if (osName.startsWith("Windows")) {
+            return "On Windows: winget install EclipseAdoptium.Temurin.17.JDK, then set " + JDK17_HOME_ENV
+                    + " to its folder (PowerShell: $env:" + JDK17_HOME_ENV
+                    + "=(Get-ChildItem 'C:\\Program Files\\Eclipse Adoptium\\jdk-17*')[0].FullName).";
+        }
+        return "On Linux: install your distribution's OpenJDK 17 JDK (Debian/Ubuntu: openjdk-17-jdk-headless, "
+                + "Fedora: java-17-openjdk-devel, Arch: jdk17-openjdk), then export " + JDK17_HOME_ENV
+                + "=/usr/lib/jvm/<its directory>.";
     }
 
     /** The architecture of a Debian jmods directory ({@code .../java-17-openjdk-<arch>/jmods}). */
@@ -62,17 +136,8 @@ public final class JreLinker {
             throw new ImageException("--cds needs a host of the target architecture (jlink runs "
                     + "the linked JVM to dump the archive); build without --cds");
         }
-        int feature = Runtime.version().feature();
-        if (feature != 17) {
-            throw new ImageException("the image build must run on JDK 17 (jlink links jmods of its "
-                    + "own feature release only; the pinned jmods are 17), but this is JDK "
-                    + Runtime.version() + ": run it with a JDK 17 java");
-        }
-        Path jlink = Path.of(System.getProperty("java.home"), "bin", "jlink");
-        if (!Files.isExecutable(jlink)) {
-            throw new ImageException("this Java runtime has no " + jlink + ": run the image build "
-                    + "with a full JDK 17");
-        }
+        Path jlink = jlinkFor(System.getenv(), System.getProperty("os.name"), Runtime.version(),
+                Path.of(System.getProperty("java.home")));
         List<String> args = new ArrayList<>();
         args.add(jlink.toString());
         args.add("--module-path");
