@@ -13,8 +13,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LINUX_ONLY_OBJECTS = {"memory-backend-memfd", "input-linux", "can-host-socketcan", "pr-manager-helper",
                       "x-remote-object", "x-vfio-user-server", "cryptodev-vhost-user", "sev-guest", "sev-snp-guest",
                       "tdx-guest", "iommufd", "rng-random-linux", "dbus-vmstate", "vfio-user-server"}
-# memory-backend-file is CONFIG_POSIX (backends/meson.build): absent from Windows builds only.
-POSIX_ONLY_OBJECTS = {"memory-backend-file"}
+# memory-backend-file and (9.1+) memory-backend-shm are CONFIG_POSIX (backends/meson.build): absent from Windows builds only.
+POSIX_ONLY_OBJECTS = {"memory-backend-file", "memory-backend-shm"}
 # vhost (vhost-vsock, vhost-user-*, vhost-scsi, vhost-net) and VFIO need Linux kernel interfaces.
 LINUX_ONLY_DEVICE = re.compile(r'^name "(vhost-|vfio|vhost_|x-vfio|vhost-user)')
 
