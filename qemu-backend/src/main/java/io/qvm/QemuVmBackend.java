@@ -17,8 +17,8 @@ import io.qvm.backend.process.SocketPaths;
 import io.qvm.backend.process.StaleSandboxReaper;
 import io.qvm.backend.process.StateDirectory;
 import io.qvm.backend.qemu.MachineProfile;
-import io.qvm.backend.qemu.QemuCommand;
 import io.qvm.backend.qemu.QemuCommandInput;
+import io.qvm.backend.qemu.TemplateSupport;
 import io.qvm.backend.qemu.VmRole;
 import io.qvm.backend.boot.CloneRestore;
 import io.qvm.backend.boot.Deadlines;
@@ -284,21 +284,22 @@ public final class QemuVmBackend implements SandboxBackend {
      * config. Any clone failure falls through to a cold boot.
      */
     private Optional<Sandbox> startFromTemplate(SandboxConfig config, long deadline, List<String> earlier) {
+        // no QEMU, no image, no accelerator: thrown as they are (a cold boot would fail the same way)
+        Plan full = plan(config, TemplateMode.FULL);
+        // decided from the probe's cached capabilities: no QEMU starts to find out
+        TemplateSupport support = TemplateSupport.of(full.input());
+        if (support.level() == TemplateSupport.Level.NONE) {
+            sayOnce(full.key().id(), "templates are not used for this sandbox (" + support.reason()
+                    + "): every sandbox cold-boots");
+            return Optional.empty();
+        }
         for (TemplateMode mode : TemplateMode.values()) {
-            // no QEMU, no image, no accelerator: thrown as they are (a cold boot would fail the same way)
-            Plan plan = plan(config, mode);
-            Optional<String> unsafe = modeUnsafe(plan);
-            if (unsafe.isPresent()) {
-                sayOnce(plan.key().id(), "shared-RAM templates are not used here: " + unsafe.get());
+            Plan plan = mode == TemplateMode.FULL ? full : plan(config, mode);
+            if (mode == TemplateMode.SHARED_RAM && support.level() != TemplateSupport.Level.SHARED_RAM) {
+                sayOnce(plan.key().id(), "shared-RAM templates are not used here: " + support.reason());
                 continue;
             }
             String off = templatesOff.get(plan.key().id());
-            Optional<String> unsupported = unsupported(plan);
-            if (unsupported.isPresent()) {
-                sayOnce(plan.key().id(), "templates are not used for this sandbox (" + unsupported.get()
-                        + "): every sandbox cold-boots");
-                return Optional.empty();
-            }
             if (off != null) {
                 continue; // this mode failed before in this backend: the next mode, then cold boot
             }
@@ -346,29 +347,11 @@ public final class QemuVmBackend implements SandboxBackend {
         }
     }
 
-    /** Why {@code plan}'s template mode would let a clone write what other clones share, if it would. */
-    private static Optional<String> modeUnsafe(Plan plan) {
-        return plan.mode() == TemplateMode.SHARED_RAM
-                ? QemuCommand.sharedRamClonesUnsupported(plan.target().qemu().version()) : Optional.empty();
-    }
-
-    /** The template mode sandboxes of {@code config} use here: shared RAM where it is safe, else the full state. */
+    /** The template mode sandboxes of {@code config} use here: shared RAM where it is possible and safe, else the full state. */
     private Plan preferredPlan(SandboxConfig config) {
         Plan shared = plan(config, TemplateMode.SHARED_RAM);
-        return modeUnsafe(shared).isPresent() ? plan(config, TemplateMode.FULL) : shared;
-    }
-
-    /** Why templates cannot work for {@code plan} on this host, if they cannot. */
-    private static Optional<String> unsupported(Plan plan) {
-        if (plan.input().config().transport() == TransportPreference.VSOCK) {
-            return Optional.of("vsock was requested, and clones talk over virtio-serial");
-        }
-        if (!plan.profile().vmgenid()) {
-            return Optional.of("machine " + plan.profile().machine().split(",")[0] + " of a "
-                    + plan.target().image().arch().qemuName() + " guest has no vmgenid device, so clones would share the "
-                    + "guest's randomness");
-        }
-        return Optional.empty();
+        return TemplateSupport.of(shared.input()).level() == TemplateSupport.Level.SHARED_RAM ? shared
+                : plan(config, TemplateMode.FULL);
     }
 
     private Plan plan(SandboxConfig config, TemplateMode mode) {
@@ -379,10 +362,10 @@ public final class QemuVmBackend implements SandboxBackend {
         GuestImage image = target.image();
         AcceleratorChoice accel = target.accel();
         QemuCommandInput input = TemplateKey.placeholders(QemuCommandInput.builder().host(h.os(), h.arch())
-                .guestArch(guest).accelerator(accel.accelerator()).qemu(qemuInstall.binary(), qemuInstall.version())
+                .guestArch(guest).accelerator(accel.accelerator()).qemu(qemuInstall)
                 .config(config), mode, image).build();
         MachineProfile profile = MachineProfile.select(h.os(), h.arch(), guest, accel.accelerator(),
-                qemuInstall.version(), true);
+                qemuInstall.version(), true, qemuInstall.capabilities());
         TemplateKey key = TemplateKey.of(input, mode, image, qemuInstall);
         return new Plan(key, mode, input, target, profile);
     }
@@ -404,9 +387,9 @@ public final class QemuVmBackend implements SandboxBackend {
      */
     public Template buildTemplate(SandboxConfig config) {
         Plan plan = preferredPlan(config);
-        Optional<String> unsupported = unsupported(plan);
-        if (unsupported.isPresent()) {
-            throw new TemplateException("templates are not used here: " + unsupported.get());
+        TemplateSupport support = TemplateSupport.of(plan.input());
+        if (support.level() == TemplateSupport.Level.NONE) {
+            throw new TemplateException("templates are not used here: " + support.reason());
         }
         runAs();
         long deadline = Deadlines.after(config.bootTimeout());

@@ -16,11 +16,17 @@ import java.util.Properties;
  * directory that starts a JVM running it with this test's class path, a small guest image with
  * the real layout and checksums, and state, runtime and template directories of its own. The
  * backend it builds uses all of it through its real code paths — the host probe runs the script's
- * {@code --version} and {@code -accel help}, the launcher starts it as a process, the sandbox
+ * {@code --version} and the capability probe's questions (answered as QEMU 10.0.2 of
+ * bookworm-backports answered them: {@link #PROBE_BUILD}), the launcher starts it as a process, the sandbox
  * talks QMP, the worker protocol and the control protocol to it. Public, in this module's test-jar,
  * for the release gate's tests (io.qvm.release.HostGateTest) too.
  */
 public final class FakeQemuHost {
+
+    /** The recorded build whose answers the fake gives to the capability probe. */
+    public static final String PROBE_BUILD = "debian-12-backports-x86_64";
+    private static final java.util.List<String> PROBE_FILES = java.util.List.of("accel-help.txt", "machine-help.txt",
+            "object-help.txt", "device-help.txt", "machine-q35-help.txt", "machine-microvm-help.txt", "qmp.txt");
 
     private final Path root;
     private final Properties scenario = new Properties();
@@ -30,7 +36,25 @@ public final class FakeQemuHost {
         Path bin = Files.createDirectories(root.resolve("bin"));
         Path qemu = bin.resolve("qemu-system-x86_64");
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Files.writeString(qemu, "#!/bin/sh\nexec '" + java + "' -Xshare:auto -XX:TieredStopAtLevel=1 -cp '"
+        // The capability probe's questions are answered by the shell from a recorded build's answers
+        // (a JVM start per question would make every backend's first probe seconds slower).
+        Path answers = Files.createDirectories(root.resolve("probe-answers"));
+        for (String f : PROBE_FILES) {
+            try (var in = FakeQemuHost.class.getResourceAsStream("/qemu-builds/" + PROBE_BUILD + "/" + f)) {
+                Files.copy(in, answers.resolve(f));
+            }
+        }
+        String a = "'" + answers + "/";
+        Files.writeString(qemu, "#!/bin/sh\ncase \"$1 $2\" in\n"
+                + "'-accel help') exec cat " + a + "accel-help.txt' ;;\n"
+                + "'-machine help') exec cat " + a + "machine-help.txt' ;;\n"
+                + "'-object help') exec cat " + a + "object-help.txt' ;;\n"
+                + "'-device help') exec cat " + a + "device-help.txt' ;;\n"
+                + "'-machine q35,help') exec cat " + a + "machine-q35-help.txt' ;;\n"
+                + "'-machine microvm,help') exec cat " + a + "machine-microvm-help.txt' ;;\n"
+                + "'-machine none') cat >/dev/null; exec cat " + a + "qmp.txt' ;;\n"
+                + "esac\n"
+                + "exec '" + java + "' -Xshare:auto -XX:TieredStopAtLevel=1 -cp '"
                 + System.getProperty("java.class.path") + "' " + FakeQemu.class.getName() + " '" + root + "' \"$@\"\n");
         Files.setPosixFilePermissions(qemu, PosixFilePermissions.fromString("rwxr-xr-x"));
         io.qvm.backend.image.TestImages.write(root.resolve("image").resolve("x86_64"), io.qvm.protocol.image.Arch.X86_64,

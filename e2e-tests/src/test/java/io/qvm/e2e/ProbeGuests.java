@@ -79,7 +79,7 @@ final class ProbeGuests {
     /** The sandbox argv for {@code image} with its files and sockets in {@code run}. */
     static List<String> argv(HostInfo host, QemuInstallation qemu, ImageBuilder.Result image, Path run) {
         return QemuCommand.build(QemuCommandInput.builder().host(host.os(), host.arch())
-                .guestArch(Arch.X86_64).accelerator(Accelerator.TCG).qemu(qemu.binary(), qemu.version())
+                .guestArch(Arch.X86_64).accelerator(Accelerator.TCG).qemu(qemu)
                 .config(SandboxConfig.defaults())
                 .image(image.dir().resolve(ImageBuilder.VMLINUZ), image.dir().resolve(ImageBuilder.INITRAMFS))
                 .qmpSocket(run.resolve("qmp.sock")).consoleLog(run.resolve("console.log"))

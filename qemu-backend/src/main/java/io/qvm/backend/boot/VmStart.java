@@ -173,14 +173,14 @@ public final class VmStart {
         state = ctx.states().create(id, target.qemu().binary().toString(), sockets);
         QemuCommandInput input = QemuCommandInput.builder()
                 .host(h.os(), h.arch()).guestArch(target.image().arch()).accelerator(accel.accelerator())
-                .qemu(target.qemu().binary(), target.qemu().version()).config(config)
+                .qemu(target.qemu()).config(config)
                 .image(target.image().kernel(), target.image().initrd())
                 .qmpSocket(sockets.qmp()).consoleLog(state.consoleLog()).eventsLog(state.eventsLog()).pidFile(state.pidFile())
                 .controlSocket(sockets.control()).transport(guestTransport).role(role)
                 .runAs(ctx.runAs().map(QemuUser.Account::name)).build();
         List<String> argv = QemuCommand.build(input);
         profile = MachineProfile.select(h.os(), h.arch(), target.image().arch(), accel.accelerator(),
-                target.qemu().version(), !(role instanceof VmRole.Cold));
+                target.qemu().version(), !(role instanceof VmRole.Cold), target.qemu().capabilities());
         String what = role instanceof VmRole.Clone ? "restoring" : role instanceof VmRole.Template
                 ? "starting the template VM" : "starting QEMU";
         say(what + " (" + accel.accelerator().qemuName() + ", " + machine() + ", " + config.vcpus() + " vCPU, "

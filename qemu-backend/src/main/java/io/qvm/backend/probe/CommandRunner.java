@@ -31,41 +31,76 @@ public interface CommandRunner {
      */
     Result run(List<String> argv, Duration deadline);
 
+    /**
+     * Runs {@code argv} with {@code stdin} written to its standard input, which is then closed
+     * (e.g. a QMP session on {@code -qmp stdio}); kills it at the deadline.
+     *
+     * @throws UncheckedIOException when the program cannot be started
+     * @throws UnsupportedOperationException from a runner that cannot feed input (a test's fake
+     *     that never needs it)
+     */
+    default Result run(List<String> argv, String stdin, Duration deadline) {
+        throw new UnsupportedOperationException("this CommandRunner cannot write to the input of " + argv.get(0));
+    }
+
     /** The real thing: {@link ProcessBuilder}, output capped at 1 MiB per stream. */
     static CommandRunner system() {
-        return (argv, deadline) -> {
-            Process p;
-            try {
-                p = new ProcessBuilder(argv).redirectInput(ProcessBuilder.Redirect.from(nullFile())).start();
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot start " + argv.get(0) + ": " + e.getMessage(), e);
+        return new CommandRunner() {
+            @Override
+            public Result run(List<String> argv, Duration deadline) {
+                return exec(argv, null, deadline);
             }
-            Drain out = new Drain(p.getInputStream());
-            Drain err = new Drain(p.getErrorStream());
-            out.start();
-            err.start();
-            boolean finished;
-            try {
-                finished = p.waitFor(deadline.toMillis(), TimeUnit.MILLISECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                finished = false;
+
+            @Override
+            public Result run(List<String> argv, String stdin, Duration deadline) {
+                return exec(argv, stdin, deadline);
             }
-            if (!finished) {
-                p.descendants().forEach(ProcessHandle::destroyForcibly);
-                p.destroyForcibly();
-            }
-            int code;
-            try {
-                code = p.waitFor();
-                out.join(2000);
-                err.join(2000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                code = -1;
-            }
-            return new Result(code, out.text(), err.text(), !finished);
         };
+    }
+
+    private static Result exec(List<String> argv, String stdin, Duration deadline) {
+        Process p;
+        try {
+            ProcessBuilder pb = new ProcessBuilder(argv);
+            if (stdin == null) {
+                pb.redirectInput(ProcessBuilder.Redirect.from(nullFile()));
+            }
+            p = pb.start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start " + argv.get(0) + ": " + e.getMessage(), e);
+        }
+        Drain out = new Drain(p.getInputStream());
+        Drain err = new Drain(p.getErrorStream());
+        out.start();
+        err.start();
+        if (stdin != null) {
+            try (var in = p.getOutputStream()) {
+                in.write(stdin.getBytes(StandardCharsets.UTF_8));
+            } catch (IOException gone) {
+                // it exited before reading its input: its output and status say why
+            }
+        }
+        boolean finished;
+        try {
+            finished = p.waitFor(deadline.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            finished = false;
+        }
+        if (!finished) {
+            p.descendants().forEach(ProcessHandle::destroyForcibly);
+            p.destroyForcibly();
+        }
+        int code;
+        try {
+            code = p.waitFor();
+            out.join(2000);
+            err.join(2000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            code = -1;
+        }
+        return new Result(code, out.text(), err.text(), !finished);
     }
 
     private static java.io.File nullFile() {

@@ -76,7 +76,8 @@ public final class FunctionalCheck implements AcceleratorCheck {
         }
         MachineProfile profile;
         try {
-            profile = MachineProfile.select(host.os(), host.arch(), guestArch, a, qemu.get().version());
+            profile = MachineProfile.select(host.os(), host.arch(), guestArch, a, qemu.get().version(), false,
+                    qemu.get().capabilities());
         } catch (HostSetupException e) {
             return LayerVerdict.fail(a, Layer.FUNCTIONAL, e.getMessage(), "use TCG");
         }

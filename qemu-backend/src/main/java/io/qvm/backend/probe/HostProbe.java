@@ -13,8 +13,9 @@ import java.util.Optional;
 /**
  * Finds out what this host is and which QEMU it has: OS family, CPU architecture (normalised from
  * {@code os.arch}), and for each guest architecture the {@code qemu-system-<arch>} binary
- * ({@link QemuLocator}), its version ({@code --version} → {@link QemuVersion}) and the
- * accelerators compiled into it ({@code -accel help}).
+ * ({@link QemuLocator}), its version ({@code --version} → {@link QemuVersion}) and what it
+ * supports ({@link QemuCapabilities}: the accelerators compiled in, machines, objects, devices,
+ * options), asked once per binary and cached with its identity.
  *
  * <pre>{@code
  * HostInfo host = HostProbe.system().probe();
@@ -22,7 +23,8 @@ import java.util.Optional;
  *         .select(config.accelerator(), host);
  * }</pre>
  *
- * Takes about 0.1 s (four short process runs). Whether an accelerator actually works is not
+ * Takes one {@code --version} run per binary once its capabilities are cached (the first time,
+ * about eight short runs, under a second). Whether an accelerator actually works is not
  * decided here but by {@link AcceleratorSelector}.
  */
 public final class HostProbe {
@@ -33,6 +35,7 @@ public final class HostProbe {
     private final String osArch;
     private final QemuLocator locator;
     private final CommandRunner runner;
+    private final QemuCapabilityProbe capabilities;
 
     /**
      * @param osName  Java's {@code os.name}
@@ -41,17 +44,26 @@ public final class HostProbe {
      * @param runner  runs {@code --version} and {@code -accel help}
      */
     public HostProbe(String osName, String osArch, QemuLocator locator, CommandRunner runner) {
+        this(osName, osArch, locator, runner, null);
+    }
+
+    /**
+     * @param cache where each QEMU binary's capabilities are kept across processes (null: in this
+     *              JVM only)
+     */
+    public HostProbe(String osName, String osArch, QemuLocator locator, CommandRunner runner, ProbeCache cache) {
         this.osName = osName;
         this.osArch = osArch;
         this.locator = locator;
         this.runner = runner;
+        this.capabilities = new QemuCapabilityProbe(runner, cache);
     }
 
     /** The probe for this JVM's host and environment. */
     public static HostProbe system() {
         String osName = System.getProperty("os.name", "");
         return new HostProbe(osName, System.getProperty("os.arch", ""), QemuLocator.system(HostOs.fromOsName(osName)),
-                CommandRunner.system());
+                CommandRunner.system(), ProbeCache.defaultLocation(System.getenv()));
     }
 
     /**
@@ -71,7 +83,10 @@ public final class HostProbe {
         return new HostInfo(os, arch, found);
     }
 
-    /** Runs {@code --version} and {@code -accel help} on one binary. */
+    /**
+     * Runs {@code --version} on one binary, and asks it what it supports unless a binary of the
+     * same identity was asked before ({@link QemuCapabilityProbe}).
+     */
     QemuInstallation inspect(Arch guest, Path binary) {
         CommandRunner.Result version = runChecked(List.of(binary.toString(), "--version"), binary);
         QemuVersion v;
@@ -81,8 +96,8 @@ public final class HostProbe {
             throw new HostSetupException(HostSetupException.Problem.QEMU_NOT_FOUND, binary + " --version printed no QEMU version (exit "
                     + version.exitCode() + "): " + e.getMessage());
         }
-        CommandRunner.Result help = runChecked(List.of(binary.toString(), "-accel", "help"), binary);
-        return new QemuInstallation(guest, binary, v, CompiledInCheck.parseAccelHelp(help.stdout()));
+        QemuCapabilities c = capabilities.capabilities(QemuCapabilityProbe.Identity.of(binary, version.stdout()), guest);
+        return new QemuInstallation(guest, binary, v, c);
     }
 
     private CommandRunner.Result runChecked(List<String> argv, Path binary) {

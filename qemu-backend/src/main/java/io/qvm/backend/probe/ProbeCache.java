@@ -31,6 +31,10 @@ import java.util.Optional;
  *   "reason":"…","fix":"…","probedAt":"2026-11-30T20:30:00Z"}}}
  * }</pre>
  *
+ * <p>It also keeps each QEMU binary's {@link QemuCapabilities} under {@code "qemu"}, keyed by the
+ * binary's {@link QemuCapabilityProbe.Identity} (path, size, modification time, version line):
+ * these never expire, since a changed binary has another identity.
+ *
  * <p>An unreadable or corrupt file is treated as empty (and rewritten); a cache that cannot be
  * written costs a re-probe next time, never a failure. Writes go to a temporary file then an
  * atomic rename, so a concurrent reader sees the old or the new file, never half of one.
@@ -97,6 +101,33 @@ public final class ProbeCache {
         e.put("reason", v.reason());
         e.put("fix", v.fix());
         e.put("probedAt", clock.instant().toString());
+        write(root);
+    }
+
+    /** The capabilities cached for the QEMU binary whose identity key is {@code identity}. */
+    public synchronized Optional<QemuCapabilities> capabilities(String identity) {
+        JsonNode c = read().path("qemu").path(identity);
+        if (!c.isObject()) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(QemuCapabilities.fromJson(c));
+        } catch (RuntimeException bad) {
+            return Optional.empty();
+        }
+    }
+
+    /** Stores what a QEMU binary answered. */
+    public synchronized void putCapabilities(String identity, QemuCapabilities c) {
+        ObjectNode root = read();
+        if (!root.path("qemu").isObject()) {
+            root.putObject("qemu");
+        }
+        ((ObjectNode) root.get("qemu")).set(identity, c.toJson());
+        write(root);
+    }
+
+    private void write(ObjectNode root) {
         try {
             Files.createDirectories(file.getParent());
             Path tmp = Files.createTempFile(file.getParent(), file.getFileName().toString(), ".tmp");

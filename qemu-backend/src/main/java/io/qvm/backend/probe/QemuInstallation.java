@@ -12,13 +12,27 @@ import java.util.Set;
  * @param guestArch   the architecture it emulates
  * @param binary      absolute path of the executable
  * @param version     from {@code --version}
- * @param compiledIn  accelerators listed by {@code -accel help} (probe layer 1)
+ * @param capabilities what it reports it can do ({@link QemuCapabilityProbe}): the command line
+ *                    follows this, never the host OS or the version alone
  */
-public record QemuInstallation(Arch guestArch, Path binary, QemuVersion version, Set<Accelerator> compiledIn) {
+public record QemuInstallation(Arch guestArch, Path binary, QemuVersion version, QemuCapabilities capabilities) {
     public QemuInstallation {
         Objects.requireNonNull(guestArch, "guestArch");
         Objects.requireNonNull(binary, "binary");
         Objects.requireNonNull(version, "version");
-        compiledIn = Set.copyOf(compiledIn);
+        Objects.requireNonNull(capabilities, "capabilities");
+    }
+
+    /**
+     * An installation of which only the accelerators are known (tests of the accelerator
+     * choice): {@code QemuCommand} builds no argv for it.
+     */
+    public QemuInstallation(Arch guestArch, Path binary, QemuVersion version, Set<Accelerator> compiledIn) {
+        this(guestArch, binary, version, QemuCapabilities.acceleratorsOnly(compiledIn));
+    }
+
+    /** Accelerators listed by {@code -accel help} (probe layer 1). */
+    public Set<Accelerator> compiledIn() {
+        return capabilities.accelerators();
     }
 }

@@ -4,6 +4,7 @@ import io.qvm.HostSetupException;
 import io.qvm.Accelerator;
 import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.probe.QemuCapabilities;
 import io.qvm.backend.probe.QemuVersion;
 import java.util.List;
 import java.util.Objects;
@@ -87,6 +88,26 @@ public record MachineProfile(String machine, String cpu, String accel, String co
         return "q35," + Q35_OFF + (version.atLeast(7, 0) ? "," + Q35_OFF_7_0 : "");
     }
 
+    /**
+     * The q35 machine as this QEMU reports it: each device of {@link #Q35_OFF} and
+     * {@link #Q35_OFF_7_0} switched off where {@code -machine q35,help} lists the property (it is
+     * hardening, not needed to boot: a build without the property gets the device).
+     */
+    static String q35(QemuCapabilities caps) {
+        StringBuilder sb = new StringBuilder("q35");
+        for (String off : (Q35_OFF + "," + Q35_OFF_7_0).split(",")) {
+            if (caps.machineHas("q35", off.substring(0, off.indexOf('=')))) {
+                sb.append(',').append(off);
+            }
+        }
+        return sb.toString();
+    }
+
+    /** The first QEMU whose {@code virt} fits its memory map into the vCPU's physical address range. */
+    public static final QemuVersion VIRT_IPA_AWARE = QemuVersion.of("7.0.0");
+    /** The most RAM a {@code virt} guest can have with {@code highmem=off} (RAM from 1 GiB to 4 GiB). */
+    public static final int HIGHMEM_OFF_MAX_MIB = 3072;
+
     public MachineProfile {
         Objects.requireNonNull(machine);
         Objects.requireNonNull(cpu);
@@ -96,23 +117,42 @@ public record MachineProfile(String machine, String cpu, String accel, String co
     }
 
     /**
-     * Chooses the profile.
+     * Chooses the profile from the version alone (no probe: what every build of that version has).
      *
      * @throws HostSetupException when the pair cannot work (a hardware accelerator with
      *     a foreign guest, AUTO, or a QEMU too old for the accelerator)
      */
     public static MachineProfile select(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
             QemuVersion version) {
-        return select(hostOs, hostArch, guestArch, accelerator, version, false);
+        return select(hostOs, hostArch, guestArch, accelerator, version, false, null);
+    }
+
+    /** {@link #select(HostOs, Arch, Arch, Accelerator, QemuVersion, boolean, QemuCapabilities)} from the version alone. */
+    public static MachineProfile select(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
+            QemuVersion version, boolean templated) {
+        return select(hostOs, hostArch, guestArch, accelerator, version, templated, null);
     }
 
     /**
      * Chooses the profile for a VM that is, or may become, a template ({@code templated}): an
      * x86_64 guest under KVM then gets q35 rather than microvm, because a clone needs the
      * vmgenid device and microvm cannot announce it.
+     *
+     * <p>With {@code caps} (what the QEMU reported), the profile follows the build: the q35
+     * devices switched off are those it has a property for, microvm is used only where it is
+     * listed (else q35), the pvpanic device only where it exists, vmgenid only where the device
+     * exists; a missing q35 or virt machine is an error. HVF with an aarch64 guest on QEMU
+     * 6.2–6.x gets {@code highmem=off}: before 7.0, {@code virt} placed its high MMIO and
+     * redistributor regions above the 36-bit IPA space that Apple's M1 Hypervisor.framework
+     * gives a VM (QEMU 7.0 sizes the memory map to the vCPU's PA range), so the VM failed to
+     * start there. {@code highmem=off} keeps everything below 4 GiB on every Mac, whatever its
+     * IPA size, at the price of at most {@value #HIGHMEM_OFF_MAX_MIB} MiB of guest RAM — qvm's
+     * sandboxes are far smaller. (Untested on a real Mac.)
+     *
+     * @param caps the QEMU's capabilities, or null to decide from the version alone
      */
     public static MachineProfile select(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
-            QemuVersion version, boolean templated) {
+            QemuVersion version, boolean templated, QemuCapabilities caps) {
         Objects.requireNonNull(accelerator, "accelerator");
         if (accelerator == Accelerator.AUTO) {
             throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "accelerator AUTO must be resolved (AcceleratorSelector) before "
@@ -123,28 +163,55 @@ public record MachineProfile(String machine, String cpu, String accel, String co
                     + " guest on a " + hostArch.qemuName() + " host: use TCG");
         }
         if (accelerator == Accelerator.HVF && guestArch == Arch.AARCH64 && !version.atLeast(6, 2)) {
-            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "HVF on Apple silicon needs QEMU >= 6.2, this is " + version);
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "HVF on Apple silicon needs QEMU >= 6.2, this is " + version
+                    + "; upgrade QEMU (brew upgrade qemu)");
         }
         String accel = accel(accelerator, hostArch, guestArch);
         if (guestArch == Arch.AARCH64) {
+            requireMachine(caps, "virt", version);
             boolean hw = accelerator == Accelerator.KVM || accelerator == Accelerator.HVF;
-            return new MachineProfile(VIRT, hw ? "host" : "max", accel, "ttyAMA0", true, Optional.of("pvpanic-pci"),
-                    false);
+            String virt = VIRT;
+            if (accelerator == Accelerator.HVF && version.compareTo(VIRT_IPA_AWARE) < 0) {
+                if (caps != null && !caps.machineHas("virt", "highmem")) {
+                    throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "QEMU " + version
+                            + " with HVF needs virt's highmem=off (before 7.0 its memory map does not fit a 36-bit "
+                            + "IPA space), and this build's -machine virt,help lists no highmem: upgrade QEMU to >= 7.0");
+                }
+                virt = VIRT + ",highmem=off";
+            }
+            return new MachineProfile(virt, hw ? "host" : "max", accel, "ttyAMA0", true,
+                    device(caps, "pvpanic-pci"), false);
         }
-        String q35 = q35(version);
+        requireMachine(caps, "q35", version);
+        String q35 = caps == null ? q35(version) : q35(caps);
+        Optional<String> pvpanic = device(caps, "pvpanic");
+        boolean vmgenid = caps == null || caps.hasDevice("vmgenid");
         switch (accelerator) {
             case KVM:
-                return templated
-                        ? new MachineProfile(q35, "host", accel, "ttyS0", false, Optional.of("pvpanic"), true)
+                boolean microvm = caps == null || caps.hasMachine("microvm");
+                return templated || !microvm
+                        ? new MachineProfile(q35, "host", accel, "ttyS0", false, pvpanic, vmgenid)
                         : new MachineProfile(MICROVM, "host", accel, "ttyS0", true, Optional.empty(), false);
             case TCG:
-                return new MachineProfile(q35, "max", accel, "ttyS0", false, Optional.of("pvpanic"), true);
+                return new MachineProfile(q35, "max", accel, "ttyS0", false, pvpanic, vmgenid);
             case HVF:
-                return new MachineProfile(q35, "host", accel, "ttyS0", false, Optional.of("pvpanic"), true);
+                return new MachineProfile(q35, "host", accel, "ttyS0", false, pvpanic, vmgenid);
             case WHPX:
-                return new MachineProfile(q35, "Nehalem", accel, "ttyS0", false, Optional.of("pvpanic"), true);
+                return new MachineProfile(q35, "Nehalem", accel, "ttyS0", false, pvpanic, vmgenid);
             default:
                 throw new IllegalStateException(accelerator.toString());
+        }
+    }
+
+    private static Optional<String> device(QemuCapabilities caps, String name) {
+        return caps == null || caps.hasDevice(name) ? Optional.of(name) : Optional.empty();
+    }
+
+    private static void requireMachine(QemuCapabilities caps, String type, QemuVersion version) {
+        if (caps != null && !caps.hasMachine(type)) {
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "this QEMU " + version
+                    + " has no machine type '" + type + "' (-machine help does not list it): install a full "
+                    + "qemu-system build (Debian: qemu-system-x86 / qemu-system-arm; macOS: brew install qemu)");
         }
     }
 

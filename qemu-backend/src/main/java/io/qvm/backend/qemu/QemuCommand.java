@@ -4,6 +4,7 @@ import io.qvm.HostSetupException;
 import io.qvm.Accelerator;
 import io.qvm.SandboxConfig;
 import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.probe.QemuCapabilities;
 import io.qvm.backend.probe.QemuVersion;
 import io.qvm.protocol.image.KernelCommandLine;
 import io.qvm.protocol.image.KernelCommandLine.Key;
@@ -31,9 +32,9 @@ import java.util.List;
  * <li>when the host process is root ({@link QemuCommandInput#runAs()}): {@code -runas USER}
  *     ({@code -run-with user=USER} from QEMU 9.1, which deprecates {@code -runas}): QEMU sets up
  *     as root, then drops to the unprivileged user for good before the guest runs;</li>
- * <li>Linux hosts: {@code -sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny}
- *     (QEMU's seccomp filter; macOS and Windows builds have no seccomp); {@link #SECCOMP_RUNAS}
- *     with a privilege drop;</li>
+ * <li>{@code -sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny}
+ *     (QEMU's seccomp filter) wherever the build has it — required on Linux, absent from macOS
+ *     and Windows builds; {@link #SECCOMP_RUNAS} with a privilege drop;</li>
  * <li>panic → exit: {@code -action panic=exit-failure} (QEMU ≥ 7.1; {@code panic=shutdown} on
  *     6.0–7.0) and the machine's pvpanic device where the guest can find it (not on microvm);</li>
  * <li>the worker channel: {@code virtio-serial-device}/{@code -pci} + chardev {@code qvmw} +
@@ -46,6 +47,12 @@ import java.util.List;
  *     {@code -S -incoming defer} instead of the kernel.</li>
  * </ol>
  * Never a network device of any kind: no {@code -nic}, {@code -netdev}, {@code -net}.
+ *
+ * <p>Every optional argument follows what the QEMU reported ({@link QemuCommandInput#capabilities()}):
+ * {@code -sandbox}, {@code -run-with user=} (else {@code -runas}), the q35 devices switched off,
+ * pvpanic, microvm. A required one this build lacks ({@code -action}, virtio-serial, vmgenid for a
+ * template, {@code memory-backend-file} for shared RAM, vhost-vsock for vsock, seccomp on Linux)
+ * is a {@link HostSetupException} naming it and what to install.
  *
  * <p>Version gates: qvm needs QEMU ≥ 6.0 ({@code -action}, {@code pvpanic-pci}); on Windows ≥ 7.1
  * (unix-socket chardevs on Windows arrived in 7.1).
@@ -86,14 +93,27 @@ public final class QemuCommand {
         checkVersion(in);
         VmRole role = in.role();
         boolean templated = !(role instanceof VmRole.Cold);
+        QemuCapabilities caps = in.capabilities();
         MachineProfile p = MachineProfile.select(in.hostOs(), in.hostArch(), in.guestArch(), in.accelerator(),
-                in.qemuVersion(), templated);
+                in.qemuVersion(), templated, caps);
         if (templated && !p.vmgenid()) {
             throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "machine " + p.machine() + " (" + in.guestArch().qemuName()
-                    + " guest) has no vmgenid device, so clones of a template would share the guest's random "
+                    + " guest) has no vmgenid device" + (caps.hasDevice("vmgenid") ? "" : " (-device help does not "
+                    + "list it)") + ", so clones of a template would share the guest's random "
                     + "state: it cannot be used as a template");
         }
+        if (role.ramFile().isPresent() && !caps.hasObject(MEMORY_BACKEND_FILE)) {
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "this QEMU has no "
+                    + MEMORY_BACKEND_FILE + " (-object help does not list it; QEMU builds it on POSIX hosts only, "
+                    + "so never on Windows): a shared-RAM template cannot be made; use a full-state template");
+        }
         SandboxConfig c = in.config();
+        if (p.machine().contains("highmem=off") && c.memoryMib() > MachineProfile.HIGHMEM_OFF_MAX_MIB) {
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, c.memoryMib() + " MiB of guest "
+                    + "RAM does not fit below 4 GiB, and QEMU " + in.qemuVersion() + " with HVF needs highmem=off: "
+                    + "give the sandbox at most " + MachineProfile.HIGHMEM_OFF_MAX_MIB + " MiB or upgrade QEMU to >= "
+                    + MachineProfile.VIRT_IPA_AWARE);
+        }
         List<String> a = new ArrayList<>();
         a.add(in.qemuBinary().toString());
         add(a, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot");
@@ -114,8 +134,13 @@ public final class QemuCommand {
                 "-mon", "chardev=qmp,mode=control");
         add(a, "-pidfile", in.pidFile().toString());
         in.runAs().ifPresent(user -> add(a, runAs(in, user)));
-        if (in.hostOs() == HostOs.LINUX) {
+        if (seccomp(in)) {
             add(a, "-sandbox", in.runAs().isPresent() ? SECCOMP_RUNAS : SECCOMP);
+        }
+        if (!caps.hasOption("action")) {
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "QEMU " + in.qemuVersion()
+                    + " has no -action option (QMP query-command-line-options does not list it), so a guest panic "
+                    + "would not end QEMU: upgrade QEMU to >= " + MIN_QEMU);
         }
         add(a, "-action", in.qemuVersion().atLeast(7, 1) ? "panic=exit-failure" : "panic=shutdown");
         p.pvpanic().ifPresent(d -> add(a, "-device", d));
@@ -123,6 +148,7 @@ public final class QemuCommand {
             add(a, "-device", "vmgenid,guid=auto");
         }
         String bus = p.mmio() ? "device" : "pci";
+        requireDevice(in, "virtio-serial-" + bus, "the worker's and the init's ports");
         add(a, "-device", "virtio-serial-" + bus);
         if (in.transport() instanceof GuestTransport.Serial) {
             GuestTransport.Serial s = (GuestTransport.Serial) in.transport();
@@ -146,6 +172,7 @@ public final class QemuCommand {
                 throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "vsock needs vhost-vsock, which only Linux hosts have (this "
                         + "host is " + in.hostOs() + "): use transport SERIAL");
             }
+            requireDevice(in, "vhost-vsock-" + bus, "transport VSOCK");
             add(a, "-device", "vhost-vsock-" + bus + ",guest-cid=" + v.guestCid());
         }
         return List.copyOf(a);
@@ -173,6 +200,9 @@ public final class QemuCommand {
         }
         return sb.toString();
     }
+
+    /** The RAM backend a shared-RAM template and its clones need (POSIX builds only). */
+    public static final String MEMORY_BACKEND_FILE = "memory-backend-file";
 
     /** The first QEMU that opens a {@code memory-backend-file} read-only yet maps it writable ({@code rom=off}). */
     public static final QemuVersion READONLY_RAM_FILE = QemuVersion.of("8.2.0");
@@ -247,8 +277,39 @@ public final class QemuCommand {
             throw new HostSetupException(HostSetupException.Problem.HOST_SETUP_NEEDED, "'" + user
                     + "' is not a user name QEMU can drop to");
         }
-        return in.qemuVersion().atLeast(9, 1) ? new String[] {"-run-with", "user=" + user}
+        return in.capabilities().optionHas("run-with", "user") ? new String[] {"-run-with", "user=" + user}
                 : new String[] {"-runas", user};
+    }
+
+    /** The seccomp parameters qvm sets ({@link #SECCOMP}). */
+    static final List<String> SECCOMP_PARAMETERS = List.of("obsolete", "elevateprivileges", "spawn", "resourcecontrol");
+
+    /**
+     * Whether {@code -sandbox} goes on the command line: where the build has it with every
+     * parameter qvm sets (QMP {@code query-command-line-options} lists the group {@code sandbox}
+     * only in builds with libseccomp). Linux builds must have it: it is a boundary there, and a
+     * Linux QEMU without it is refused. macOS and Windows builds never have seccomp.
+     */
+    private static boolean seccomp(QemuCommandInput in) {
+        QemuCapabilities caps = in.capabilities();
+        boolean has = caps.hasOption("sandbox") && SECCOMP_PARAMETERS.stream().allMatch(k -> caps.optionHas("sandbox", k));
+        if (!has && in.hostOs() == HostOs.LINUX) {
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "QEMU " + in.qemuVersion() + " at "
+                    + in.qemuBinary() + " was built without seccomp (QMP query-command-line-options lists no -sandbox "
+                    + "with " + String.join(", ", SECCOMP_PARAMETERS) + "), and on Linux qvm confines QEMU with it: "
+                    + "install a QEMU built with libseccomp (Debian/Ubuntu: apt-get install qemu-system-x86; Fedora: "
+                    + "dnf install qemu-system-x86-core; from source: ./configure --enable-seccomp)");
+        }
+        return has;
+    }
+
+    private static void requireDevice(QemuCommandInput in, String device, String forWhat) {
+        if (!in.capabilities().hasDevice(device)) {
+            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "QEMU " + in.qemuVersion() + " at "
+                    + in.qemuBinary() + " has no device " + device + " (-device help does not list it), needed for "
+                    + forWhat + ": install a full qemu-system build ("
+                    + io.qvm.backend.probe.QemuLocator.installHint(in.hostOs(), in.guestArch()) + ")");
+        }
     }
 
     /** A path as a QemuOpts value: commas are doubled. */

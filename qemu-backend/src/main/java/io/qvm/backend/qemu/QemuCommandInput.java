@@ -4,6 +4,8 @@ import io.qvm.Accelerator;
 import io.qvm.SandboxConfig;
 import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.probe.QemuCapabilities;
+import io.qvm.backend.probe.QemuInstallation;
 import io.qvm.backend.probe.QemuVersion;
 import java.nio.file.Path;
 import java.util.Objects;
@@ -22,6 +24,7 @@ import java.util.Optional;
  * @param accelerator a concrete accelerator (the {@code AcceleratorSelector}'s choice, not AUTO)
  * @param qemuVersion the QEMU that will run the argv (for version-gated flags)
  * @param qemuBinary  argv[0]
+ * @param capabilities what that QEMU reported it supports (the argv follows it)
  * @param config      sizes and limits
  * @param kernel      the image's {@code vmlinuz}
  * @param initrd      the image's {@code initramfs.cpio.gz}
@@ -37,7 +40,7 @@ import java.util.Optional;
  *                    process's (unprivileged) user
  */
 public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
-        QemuVersion qemuVersion, Path qemuBinary, SandboxConfig config, Path kernel, Path initrd, Path qmpSocket,
+        QemuVersion qemuVersion, Path qemuBinary, QemuCapabilities capabilities, SandboxConfig config, Path kernel, Path initrd, Path qmpSocket,
         Path consoleLog, Path eventsLog, Path pidFile, GuestTransport transport, Path controlSocket, VmRole role,
         Optional<String> runAs) {
 
@@ -48,6 +51,7 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
         Objects.requireNonNull(accelerator, "accelerator");
         Objects.requireNonNull(qemuVersion, "qemuVersion");
         Objects.requireNonNull(qemuBinary, "qemuBinary");
+        Objects.requireNonNull(capabilities, "capabilities");
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(kernel, "kernel");
         Objects.requireNonNull(initrd, "initrd");
@@ -63,7 +67,8 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
 
     /** The same input with another role (a template and its clones differ only in role and paths). */
     public QemuCommandInput withRole(VmRole newRole) {
-        return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, config, kernel,
+        return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, capabilities,
+                config, kernel,
                 initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, newRole, runAs);
     }
 
@@ -80,6 +85,7 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
         private Accelerator accelerator;
         private QemuVersion qemuVersion;
         private Path qemuBinary;
+        private QemuCapabilities capabilities;
         private SandboxConfig config;
         private Path kernel;
         private Path initrd;
@@ -111,10 +117,22 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
             return this;
         }
 
+        /** The binary and version; {@link #capabilities} must be set too. */
         public Builder qemu(Path binary, QemuVersion version) {
             this.qemuBinary = binary;
             this.qemuVersion = version;
             return this;
+        }
+
+        /** What the QEMU reported it supports. */
+        public Builder capabilities(QemuCapabilities capabilities) {
+            this.capabilities = capabilities;
+            return this;
+        }
+
+        /** The binary, its version and its capabilities, as probed. */
+        public Builder qemu(QemuInstallation qemu) {
+            return qemu(qemu.binary(), qemu.version()).capabilities(qemu.capabilities());
         }
 
         public Builder config(SandboxConfig config) {
@@ -172,8 +190,8 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
 
         /** @throws NullPointerException naming the first missing field */
         public QemuCommandInput build() {
-            return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, config,
-                    kernel, initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, role, runAs);
+            return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, capabilities,
+                    config, kernel, initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, role, runAs);
         }
     }
 }

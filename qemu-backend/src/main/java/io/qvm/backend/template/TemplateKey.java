@@ -76,7 +76,7 @@ public record TemplateKey(SortedMap<String, String> inputs) {
     static QemuCommandInput canonical(QemuCommandInput input, TemplateMode mode, GuestImage image) {
         QemuCommandInput.Builder b = QemuCommandInput.builder().host(input.hostOs(), input.hostArch())
                 .guestArch(input.guestArch()).accelerator(input.accelerator())
-                .qemu(input.qemuBinary(), input.qemuVersion()).config(input.config());
+                .qemu(input.qemuBinary(), input.qemuVersion()).capabilities(input.capabilities()).config(input.config());
         placeholders(b, mode, image);
         if (!(input.transport() instanceof io.qvm.backend.qemu.GuestTransport.Serial)) {
             b.transport(input.transport());

@@ -4,6 +4,8 @@ import io.qvm.Accelerator;
 import io.qvm.SandboxConfig;
 import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.probe.QemuBuilds;
+import io.qvm.backend.probe.QemuCapabilities;
 import io.qvm.backend.probe.QemuVersion;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -21,12 +23,41 @@ final class GoldenCases {
         String run = os == HostOs.MACOS ? "/Users/qvm/Library/Caches/qvm/run/s1" : "/run/user/1000/qvm/s1";
         String img = os == HostOs.MACOS ? "/Users/qvm/qvm/out/image/" : "/srv/qvm/out/image/";
         return QemuCommandInput.builder().host(os, host).guestArch(guest).accelerator(a)
-                .qemu(Path.of(bin), QemuVersion.of(version)).config(CONFIG)
+                .qemu(Path.of(bin), QemuVersion.of(version)).capabilities(capabilities(os, host, guest, version))
+                .config(CONFIG)
                 .image(Path.of(img + guest.qemuName() + "/vmlinuz"),
                         Path.of(img + guest.qemuName() + "/initramfs.cpio.gz"))
                 .qmpSocket(Path.of(run + "/qmp.sock")).consoleLog(Path.of(run + "/console.log")).eventsLog(Path.of(run + "/events.log"))
                 .pidFile(Path.of(run + "/qemu.pid")).controlSocket(Path.of(run + "/control.sock"))
                 .transport(new GuestTransport.Serial(Path.of(run + "/worker.sock")));
+    }
+
+    /**
+     * The capabilities of the build a user of {@code os} most likely has for {@code version}: the
+     * recorded Debian 12 (7.2) and bookworm-backports (10.0) builds, the derived Ubuntu 22.04 (6.2)
+     * and 24.04 (8.2) builds, Homebrew's and the Windows installer's (derived).
+     */
+    static QemuCapabilities capabilities(HostOs os, Arch host, Arch guest, String version) {
+        return QemuBuilds.capabilities(build(os, host, guest, version));
+    }
+
+    static String build(HostOs os, Arch host, Arch guest, String version) {
+        String g = guest.qemuName();
+        if (os == HostOs.WINDOWS) {
+            return "windows-x86_64";
+        }
+        if (os == HostOs.MACOS) {
+            String h = host == Arch.AARCH64 ? "arm64" : "x86_64";
+            String b = "homebrew-macos-" + h + "-" + g;
+            return version.startsWith("6.") && guest == Arch.AARCH64 ? b + "-qemu-6.2" : b;
+        }
+        if (version.startsWith("6.")) {
+            return "ubuntu-22.04-" + g;
+        }
+        if (version.startsWith("8.")) {
+            return "ubuntu-24.04-" + g;
+        }
+        return (version.startsWith("7.") ? "debian-12-" : "debian-12-backports-") + g;
     }
 
     static Map<String, QemuCommandInput> all() {
@@ -72,6 +103,7 @@ final class GoldenCases {
         m.put("windows-x86_64-whpx", QemuCommandInput.builder().host(HostOs.WINDOWS, Arch.X86_64)
                 .guestArch(Arch.X86_64).accelerator(Accelerator.WHPX)
                 .qemu(Path.of("C:\\Program Files\\qemu\\qemu-system-x86_64.exe"), QemuVersion.of("9.2.0"))
+                .capabilities(QemuBuilds.capabilities("windows-x86_64"))
                 .config(CONFIG)
                 .image(Path.of("C:\\qvm\\out\\image\\x86_64\\vmlinuz"),
                         Path.of("C:\\qvm\\out\\image\\x86_64\\initramfs.cpio.gz"))

@@ -54,7 +54,7 @@ class QemuCommandE2ETest {
 
         List<String> argv = QemuCommand.build(QemuCommandInput.builder().host(host.os(), host.arch())
                 .guestArch(Arch.X86_64).accelerator(Accelerator.TCG)
-                .qemu(qemu.get().binary(), qemu.get().version()).config(SandboxConfig.defaults())
+                .qemu(qemu.get()).config(SandboxConfig.defaults())
                 .image(kernel.get(), initrd).qmpSocket(dir.resolve("qmp.sock"))
                 .consoleLog(dir.resolve("console.log")).eventsLog(dir.resolve("events.log")).pidFile(dir.resolve("qemu.pid"))
                 .controlSocket(dir.resolve("control.sock"))

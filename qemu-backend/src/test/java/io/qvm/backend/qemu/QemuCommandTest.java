@@ -72,7 +72,9 @@ class QemuCommandTest {
         assertEquals(QemuCommand.SECCOMP_RUNAS, after(root, "-sandbox"));
         assertTrue(QemuCommand.SECCOMP_RUNAS.contains("elevateprivileges=allow")
                 && QemuCommand.SECCOMP.contains("elevateprivileges=deny"));
-        List<String> newer = QemuCommand.build(linuxTcg().qemu(Path.of("/q"), QemuVersion.of("9.1.0"))
+        // -run-with user= where the build lists it (QMP query-command-line-options): bookworm-backports' 10.0
+        List<String> newer = QemuCommand.build(linuxTcg().qemu(Path.of("/q"), QemuVersion.of("10.0.2"))
+                .capabilities(io.qvm.backend.probe.QemuBuilds.capabilities("debian-12-backports-x86_64"))
                 .runAs(java.util.Optional.of("qvm")).build());
         assertEquals("user=qvm", after(newer, "-run-with"));
         assertTrue(!newer.contains("-runas"));
@@ -235,7 +237,8 @@ class QemuCommandTest {
         QemuCommandInput winOld = GoldenCases.all().get("windows-x86_64-whpx");
         HostSetupException w = assertThrows(HostSetupException.class, () -> QemuCommand.build(
                 new QemuCommandInput(winOld.hostOs(), winOld.hostArch(), winOld.guestArch(), winOld.accelerator(),
-                        QemuVersion.of("7.0.0"), winOld.qemuBinary(), winOld.config(), winOld.kernel(),
+                        QemuVersion.of("7.0.0"), winOld.qemuBinary(), winOld.capabilities(), winOld.config(),
+                        winOld.kernel(),
                         winOld.initrd(), winOld.qmpSocket(), winOld.consoleLog(), winOld.eventsLog(), winOld.pidFile(),
                         winOld.transport(), winOld.controlSocket(), winOld.role(), winOld.runAs())));
         assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, w.problem());

@@ -69,7 +69,8 @@ class TemplateKeyTest {
     /** As GoldenCases: a Linux x86_64 host, all of one sandbox's runtime paths under {@code run}. */
     private static QemuCommandInput.Builder input(String run, Path bin, String version, SandboxConfig config) {
         return QemuCommandInput.builder().host(HostOs.LINUX, Arch.X86_64).guestArch(Arch.X86_64)
-                .accelerator(Accelerator.TCG).qemu(bin, QemuVersion.of(version)).config(config)
+                .accelerator(Accelerator.TCG).qemu(bin, QemuVersion.of(version))
+                .capabilities(io.qvm.backend.probe.QemuBuilds.capabilities("debian-12-backports-x86_64")).config(config)
                 .image(Path.of("/srv/qvm/out/image/x86_64/vmlinuz"), Path.of("/srv/qvm/out/image/x86_64/initramfs.cpio.gz"))
                 .qmpSocket(Path.of(run + "/qmp.sock")).consoleLog(Path.of(run + "/console.log")).eventsLog(Path.of(run + "/events.log"))
                 .pidFile(Path.of(run + "/qemu.pid")).controlSocket(Path.of(run + "/control.sock"))
