@@ -79,6 +79,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *  flood=FILE            a guest that took over its init (or kernel) writes 1 MiB past the cap of
  *                        FILE (events or console), then goes quiet (a real one would not stop; this
  *                        one spares the test machine's disk when nothing stops it) …
+ *  clockLagMillis=N      a restored worker's STATUS clock is N ms behind the host's …
+ *  clockSettleMillis=M   … until M ms after its first STATUS (default: it never settles), as
+ *                        gVisor's calibrated clock lags after a restore on a loaded host
  *  floodWhen=WHEN        … at boot (before READY, which then never comes), or when idle: once
  *                        the file flood-now appears next to the launcher ({@link FakeQemuHost#floodNow})
  * </pre>
@@ -216,6 +219,21 @@ public final class FakeQemu {
         String stale = scenario.getProperty("staleBeforeReady");
         if (stale != null) {
             script.onConnect(FakeWorker.garbage(Integer.parseInt(stale), 11));
+        }
+        String lag = scenario.getProperty("clockLagMillis");
+        if (lag != null && incoming) {
+            long lagMillis = Long.parseLong(lag);
+            long settle = Long.parseLong(scenario.getProperty("clockSettleMillis", String.valueOf(Long.MAX_VALUE / 4)));
+            long[] first = {0};
+            script.clock(() -> {
+                long now = System.currentTimeMillis();
+                synchronized (first) {
+                    if (first[0] == 0) {
+                        first[0] = now;
+                    }
+                    return now - first[0] >= settle ? now : now - lagMillis;
+                }
+            });
         }
         String png = scenario.getProperty("renderPng");
         if (png != null) {

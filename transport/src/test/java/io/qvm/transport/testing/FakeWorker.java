@@ -160,6 +160,16 @@ public final class FakeWorker implements AutoCloseable {
         private List<String> capabilities = List.of("echo");
         private FrameLimits readLimits = new FrameLimits(FrameLimits.HEADER_CEILING, 64 << 20);
         private RenderResult renders;
+        private java.util.function.LongSupplier clock = System::currentTimeMillis;
+
+        /**
+         * The wall clock STATUS reports (default: the host's), e.g. one that lags and settles the
+         * way gVisor's calibrated clock does after a restore.
+         */
+        public Builder clock(java.util.function.LongSupplier c) {
+            this.clock = Objects.requireNonNull(c);
+            return this;
+        }
 
         /** Bytes written as soon as a connection is accepted, before anything is read. */
         public Builder onConnect(byte[] bytes) {
@@ -453,7 +463,7 @@ public final class FakeWorker implements AutoCloseable {
             case STATUS:
                 byte[] random = new byte[WorkerStatus.RANDOM_BYTES];
                 new java.security.SecureRandom().nextBytes(random);
-                return Messages.toFrame(WorkerStatus.of(System.currentTimeMillis(), random, received.size() - 1L, hellos.size()), f.requestId());
+                return Messages.toFrame(WorkerStatus.of(script.clock.getAsLong(), random, received.size() - 1L, hellos.size()), f.requestId());
             case GOODBYE:
                 return Frame.of(FrameKind.GOODBYE, f.requestId(), (byte[]) null);
             case RENDER:
