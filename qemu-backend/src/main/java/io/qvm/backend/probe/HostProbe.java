@@ -22,6 +22,8 @@ import java.util.Optional;
  *         .select(config.accelerator(), host);
  * }</pre>
  *
+ * On macOS with an x86_64 JVM it also asks whether that JVM runs under Rosetta 2 ({@link Rosetta}).
+ *
  * Takes about 0.1 s (four short process runs). Whether an accelerator actually works is not
  * decided here but by {@link AcceleratorSelector}.
  */
@@ -38,7 +40,7 @@ public final class HostProbe {
      * @param osName  Java's {@code os.name}
      * @param osArch  Java's {@code os.arch}
      * @param locator where to look for QEMU
-     * @param runner  runs {@code --version} and {@code -accel help}
+     * @param runner  runs {@code --version}, {@code -accel help} and, on macOS, {@code /usr/sbin/sysctl}
      */
     public HostProbe(String osName, String osArch, QemuLocator locator, CommandRunner runner) {
         this.osName = osName;
@@ -68,7 +70,7 @@ public final class HostProbe {
         for (Arch guest : Arch.values()) {
             locator.locate(guest).ifPresent(bin -> found.put(guest, inspect(guest, bin)));
         }
-        return new HostInfo(os, arch, found);
+        return new HostInfo(os, arch, found, Rosetta.translated(os, osArch, runner));
     }
 
     /** Runs {@code --version} and {@code -accel help} on one binary. */
