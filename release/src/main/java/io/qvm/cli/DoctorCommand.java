@@ -273,7 +273,7 @@ final class DoctorCommand implements Callable<Integer> {
             who = e.getMessage();
             whoStatus = "inactive";
             problems.add(new Problem("error", "QEMU would run as root: there is no user '" + user.wantedUser()
-                    + "' to drop to", QemuUser.createCommand(user.wantedUser())));
+                    + "' to drop to", user.createCommand()));
         }
         out.add(os == HostOs.LINUX
                 ? new ConfinementEntry("seccomp", "active", "QEMU's filter: -sandbox "
