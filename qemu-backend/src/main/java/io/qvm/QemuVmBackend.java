@@ -186,6 +186,7 @@ public final class QemuVmBackend implements SandboxBackend {
     /** The accelerator a sandbox with {@code config} would run on (the probe's verdict is cached). */
     public AcceleratorChoice acceleratorChoice(SandboxConfig config) {
         HostInfo h = host();
+        h.requireUntranslated(config.accelerator()); // before the image: under Rosetta the x86_64 one is the wrong pick
         return choose(config, h, image(guestArch(h)).image());
     }
 
@@ -553,6 +554,7 @@ public final class QemuVmBackend implements SandboxBackend {
     /** The host, its QEMU, the verified image and the accelerator for {@code config}. */
     private VmStart.Target target(SandboxConfig config) {
         HostInfo h = host();
+        h.requireUntranslated(config.accelerator()); // before the image: under Rosetta the x86_64 one is the wrong pick
         Arch guest = guestArch(h);
         QemuInstallation qemuInstall = h.requireQemu(guest);
         GuestImage image = image(guest).image();

@@ -306,7 +306,7 @@ public final class Bench {
             Thread.sleep(2000); // idle: let the guest settle after READY
             long pid = ((QemuSandbox) one).pid();
             ObjectNode idle = Smaps.of(pid).toJson();
-            idle.put("cpuPercentIdle", cpuPercent(pid, Duration.ofSeconds(5)));
+            putCpuPercent(idle, "cpuPercentIdle", pid, Duration.ofSeconds(5));
             m.set("idleClone", idle);
         }
         long t0 = System.nanoTime();
@@ -337,7 +337,7 @@ public final class Bench {
             many.put("ownKiBTotal", own);
             many.put("pssKiBTotal", pss);
             many.put("privateKiBTotal", priv);
-            many.put("memAvailableKiBWhileUp", memAvailableKiB());
+            putMemAvailable(many, "memAvailableKiBWhileUp", ProcFs.system());
         } finally {
             for (CompletableFuture<Sandbox> f : starting) {
                 f.thenAccept(Sandbox::close).exceptionally(e -> null).join();
@@ -345,20 +345,24 @@ public final class Bench {
         }
     }
 
-    /** CPU time (user + system) {@code pid} used over {@code window}, as a percentage of one core. */
+    /**
+     * CPU time (user + system) {@code pid} used over {@code window}, as a percentage of one core,
+     * from {@link ProcessHandle.Info#totalCpuDuration()} (every OS, no {@code /proc}).
+     *
+     * @throws IOException when the JDK cannot tell this process's CPU time on this host
+     */
     static double cpuPercent(long pid, Duration window) throws IOException, InterruptedException {
-        long a = cpuTicks(pid);
+        long a = cpuNanos(pid);
         long t = System.nanoTime();
         Thread.sleep(window.toMillis());
-        long b = cpuTicks(pid);
+        long b = cpuNanos(pid);
         double seconds = (System.nanoTime() - t) / 1e9;
-        return Math.round((b - a) / 100.0 / seconds * 1000) / 10.0; // USER_HZ = 100 on Linux
+        return Math.round((b - a) / 1e9 / seconds * 1000) / 10.0;
     }
 
-    private static long cpuTicks(long pid) throws IOException {
-        String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        return Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime (fields 14 and 15)
+    private static long cpuNanos(long pid) throws IOException {
+        return ProcessHandle.of(pid).flatMap(h -> h.info().totalCpuDuration()).map(Duration::toNanos)
+                .orElseThrow(() -> new IOException("the JDK cannot read the CPU time of pid " + pid + " on this host"));
     }
 
     private static void awaitIdle(SandboxPool pool, int n) {
@@ -420,25 +424,30 @@ public final class Bench {
         return (System.nanoTime() - since) / 1_000_000;
     }
 
-    private static long memTotalKiB() throws IOException {
-        return meminfo("MemTotal:");
+    /** The host's RAM, from the JDK (every OS). */
+    private static long memTotalKiB() {
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getTotalMemorySize() / 1024 : -1;
     }
 
-    private static long memAvailableKiB() throws IOException {
-        return meminfo("MemAvailable:");
+    /** {@code MemAvailable} (Linux), else the reason it is not measured, under {@code key} in {@code n}. */
+    static void putMemAvailable(ObjectNode n, String key, ProcFs proc) {
+        try {
+            n.put(key, proc.meminfoKiB("MemAvailable:"));
+        } catch (IOException e) {
+            n.putNull(key);
+            n.put(key + "Unavailable", e.getMessage());
+        }
     }
 
-    private static long meminfo(String key) throws IOException {
-        Path p = Path.of("/proc/meminfo");
-        if (!Files.isReadable(p)) {
-            return -1;
+    /** {@code n.put(key, cpuPercent(pid, window))}, or the reason it is not measured. */
+    static void putCpuPercent(ObjectNode n, String key, long pid, Duration window) throws InterruptedException {
+        try {
+            n.put(key, cpuPercent(pid, window));
+        } catch (IOException e) {
+            n.putNull(key);
+            n.put(key + "Unavailable", e.getMessage());
         }
-        for (String l : Files.readAllLines(p)) {
-            if (l.startsWith(key)) {
-                return Long.parseLong(l.replaceAll("[^0-9]", ""));
-            }
-        }
-        return -1;
     }
 
     /** Writes {@code bench.json} and {@code bench.md} into {@code dir}. */

@@ -3,23 +3,27 @@ package io.qvm.bench;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Optional;
 
-/** A process's memory from {@code /proc/PID/smaps_rollup} (kB as the kernel reports them). */
-record Smaps(long pid, Map<String, Long> kib) {
+/**
+ * A process's memory from {@code /proc/PID/smaps_rollup} (kB as the kernel reports them); on a
+ * host without {@code /proc}, empty with the reason ({@link ProcFs.LinuxOnly}) and, where
+ * {@code /bin/ps} answers, the RSS alone.
+ */
+record Smaps(long pid, Map<String, Long> kib, Optional<String> unavailable) {
 
     static Smaps of(long pid) throws IOException {
-        Map<String, Long> m = new LinkedHashMap<>();
-        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "smaps_rollup"))) {
-            String[] f = line.trim().split("\\s+");
-            if (f.length >= 3 && f[0].endsWith(":") && f[2].equals("kB")) {
-                m.put(f[0].substring(0, f[0].length() - 1), Long.parseLong(f[1]));
-            }
+        return of(ProcFs.system(), pid);
+    }
+
+    static Smaps of(ProcFs proc, long pid) throws IOException {
+        try {
+            return new Smaps(pid, proc.smapsRollup(pid), Optional.empty());
+        } catch (ProcFs.LinuxOnly e) {
+            Map<String, Long> rss = ProcFs.rssFromPs(pid).map(r -> Map.of("Rss", r)).orElse(Map.of());
+            return new Smaps(pid, rss, Optional.of(e.getMessage()));
         }
-        return new Smaps(pid, m);
     }
 
     long pssKiB() {
@@ -46,6 +50,10 @@ record Smaps(long pid, Map<String, Long> kib) {
         for (String k : new String[] {"Rss", "Pss", "Shared_Clean", "Shared_Dirty", "Private_Clean", "Private_Dirty",
                 "Anonymous"}) {
             o.put(k + "KiB", kib.getOrDefault(k, -1L));
+        }
+        if (unavailable.isPresent()) {
+            o.put("unavailable", unavailable.get());
+            return o;
         }
         o.put("privateKiB", privateKiB());
         o.put("ownKiB", ownKiB());

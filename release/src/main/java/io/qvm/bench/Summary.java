@@ -58,6 +58,9 @@ final class Summary {
         JsonNode m = r.path("memory");
         md.append("\n## Host memory (from /proc/PID/smaps_rollup)\n\n| what | RSS | PSS | Private_Dirty (its own) | Private_Clean |\n| --- | --- | --- | --- | --- |\n");
         JsonNode idle = m.path("idleClone");
+        if (idle.has("unavailable")) {
+            md.append("\n(not measured on this host: ").append(idle.path("unavailable").asText()).append(")\n");
+        }
         md.append("| one idle clone | ").append(idle.path("RssKiB").asLong() / 1024).append(" MiB | ")
                 .append(idle.path("PssKiB").asLong() / 1024).append(" MiB | ").append(idle.path("ownKiB").asLong() / 1024)
                 .append(" MiB | ").append(idle.path("Private_CleanKiB").asLong() / 1024).append(" MiB |\n");

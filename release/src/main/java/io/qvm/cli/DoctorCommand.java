@@ -18,6 +18,7 @@ import io.qvm.backend.probe.LayerVerdict;
 import io.qvm.backend.probe.ProbeCache;
 import io.qvm.backend.probe.ProbeGuest;
 import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.probe.Rosetta;
 import io.qvm.backend.process.CgroupTree;
 import io.qvm.backend.process.ChildEnvironment;
 import io.qvm.backend.process.QemuUser;
@@ -50,7 +51,7 @@ import picocli.CommandLine.Spec;
                 + "translation cache, a minimal environment, Yama's ptrace_scope). Every problem comes with its fix.",
             "Exits 3 when this host cannot run a sandbox, 8 when only the image is missing or damaged."},
         footer = {"", "JSON (--json), schema qvm.doctor/1:",
-            "  {\"schema\":\"qvm.doctor/1\", \"ok\", \"verdict\", \"host\":{\"os\", \"osName\", \"osVersion\", \"arch\", \"java\"},",
+            "  {\"schema\":\"qvm.doctor/1\", \"ok\", \"verdict\", \"host\":{\"os\", \"osName\", \"osVersion\", \"arch\", \"java\", \"rosetta\"},",
             "   \"qemu\":[{\"arch\", \"found\", \"binary\", \"version\", \"compiledIn\":[...], \"fix\"}],",
             "   \"accelerators\":[{\"name\", \"usable\", \"layers\":[{\"layer\", \"status\", \"reason\", \"fix\", \"cached\"}]}],",
             "   \"autoChoice\", \"vsock\":{\"usable\", \"reason\"},",
@@ -89,8 +90,6 @@ final class DoctorCommand implements Callable<Integer> {
         String osName = System.getProperty("os.name", "");
         HostOs os = HostOs.fromOsName(osName);
         Optional<Arch> hostArch = Arch.fromOsArch(System.getProperty("os.arch", ""));
-        Host host = new Host(os.name().toLowerCase(java.util.Locale.ROOT), osName, System.getProperty("os.version", ""),
-                hostArch.map(Arch::qemuName).orElse(System.getProperty("os.arch")), Runtime.version().toString());
         boolean hostOk = true;
         if (hostArch.isEmpty()) {
             problems.add(new Problem("error", "unsupported CPU architecture " + System.getProperty("os.arch"),
@@ -104,6 +103,14 @@ final class DoctorCommand implements Callable<Integer> {
             problems.add(new Problem("error", e.getMessage(), hostArch.map(a -> InstallHints.qemu(os, a)).orElse("")));
             hostOk = false;
         }
+        Optional<Problem> rosetta = rosetta(info);
+        if (rosetta.isPresent()) {
+            problems.add(rosetta.get());
+            hostOk = false;
+        }
+        Host host = new Host(os.name().toLowerCase(java.util.Locale.ROOT), osName, System.getProperty("os.version", ""),
+                hostArch.map(Arch::qemuName).orElse(System.getProperty("os.arch")), Runtime.version().toString(),
+                rosetta.isPresent());
         List<QemuEntry> qemu = new ArrayList<>();
         for (Arch a : Arch.values()) {
             Optional<QemuInstallation> q = info == null ? Optional.empty() : info.qemu(a);
@@ -135,7 +142,9 @@ final class DoctorCommand implements Callable<Integer> {
             Optional<Accelerator> nat = AcceleratorSelector.nativeFor(info.os());
             Optional<AccelEntry> natEntry = nat.flatMap(n -> accels.stream().filter(x -> x.name().equals(n.qemuName())).findFirst());
             AccelEntry tcg = accels.get(accels.size() - 1);
-            if (natEntry.isPresent() && natEntry.get().usable()) {
+            if (info.rosetta()) {
+                autoChoice = null; // refused: see the Rosetta problem above
+            } else if (natEntry.isPresent() && natEntry.get().usable()) {
                 autoChoice = natEntry.get().name();
             } else if (tcg.usable()) {
                 autoChoice = "tcg";
@@ -264,7 +273,7 @@ final class DoctorCommand implements Callable<Integer> {
             who = e.getMessage();
             whoStatus = "inactive";
             problems.add(new Problem("error", "QEMU would run as root: there is no user '" + user.wantedUser()
-                    + "' to drop to", QemuUser.createCommand(user.wantedUser())));
+                    + "' to drop to", user.createCommand()));
         }
         out.add(os == HostOs.LINUX
                 ? new ConfinementEntry("seccomp", "active", "QEMU's filter: -sandbox "
@@ -333,7 +342,21 @@ final class DoctorCommand implements Callable<Integer> {
     record ConfinementEntry(String name, String status, String detail) {
     }
 
-    record Host(String os, String osName, String osVersion, String arch, String java) {
+    /** @param rosetta this JVM is an x86_64 process under Rosetta 2 on an arm64 Mac (refused: {@link #rosetta}) */
+    record Host(String os, String osName, String osVersion, String arch, String java, boolean rosetta) {
+    }
+
+    /**
+     * The error for a JVM under Rosetta 2 ({@link io.qvm.backend.probe.Rosetta}): sandboxes with
+     * accelerator AUTO are refused there, so the host counts as unfit until an arm64 JDK runs qvm.
+     */
+    static Optional<Problem> rosetta(HostInfo info) {
+        if (info == null || !info.rosetta()) {
+            return Optional.empty();
+        }
+        return Optional.of(new Problem("error", Rosetta.describe() + ": qvm would run the x86_64 guest under TCG "
+                + "emulation (HVF runs arm64 guests only on this Mac), roughly 10x slower, so accelerator AUTO is refused",
+                Rosetta.FIX));
     }
 
     record QemuEntry(String arch, boolean found, String binary, String version, List<String> compiledIn, String fix) {

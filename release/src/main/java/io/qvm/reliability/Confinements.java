@@ -1,16 +1,17 @@
 package io.qvm.reliability;
 
+import io.qvm.bench.ProcFs;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
 
 /**
- * The confinements a running QEMU actually has, read from {@code /proc/<pid>} (Linux): what
- * the reliability report says was active, observed rather than configured.
+ * The confinements a running QEMU actually has, observed rather than configured: its argv (from
+ * {@link ProcessHandle}, every OS where the JDK gives arguments), its user, environment and cgroup
+ * from {@code /proc/<pid>} (Linux). Without {@code /proc} each of those lines says "Linux only"
+ * and what to check instead ({@link ProcFs}); the rest of the report still stands.
  */
 final class Confinements {
 
@@ -18,25 +19,44 @@ final class Confinements {
     }
 
     static List<String> of(long pid) {
+        return of(ProcFs.system(), pid);
+    }
+
+    static List<String> of(ProcFs proc, long pid) {
         List<String> out = new ArrayList<>();
-        Path proc = Path.of("/proc", Long.toString(pid));
-        try {
-            List<String> argv = Arrays.asList(new String(Files.readAllBytes(proc.resolve("cmdline")),
-                    StandardCharsets.UTF_8).split("\0"));
-            out.add(argv.contains("-sandbox") ? "QEMU seccomp: " + argv.get(argv.indexOf("-sandbox") + 1)
-                    : "QEMU seccomp: off");
-            out.add(argv.stream().anyMatch(a -> a.contains("netdev") || a.equals("-nic") || a.startsWith("-net"))
+        Optional<ProcessHandle.Info> info = ProcessHandle.of(pid).map(ProcessHandle::info);
+        Optional<List<String>> argv = info.flatMap(i -> i.arguments().map(a -> {
+            List<String> all = new ArrayList<>(Arrays.asList(a));
+            all.add(0, i.command().orElse("?"));
+            return all;
+        }));
+        if (argv.isPresent()) {
+            List<String> a = argv.get();
+            out.add(a.contains("-sandbox") ? "QEMU seccomp: " + a.get(a.indexOf("-sandbox") + 1) : "QEMU seccomp: off");
+            out.add(a.stream().anyMatch(x -> x.contains("netdev") || x.equals("-nic") || x.startsWith("-net"))
                     ? "network device: PRESENT" : "network device: none");
-            argv.stream().filter(a -> a.contains("tb-size")).findFirst().ifPresent(a -> out.add("TCG cache: " + a));
-            String status = Files.readString(proc.resolve("status"));
+            a.stream().filter(x -> x.contains("tb-size")).findFirst().ifPresent(x -> out.add("TCG cache: " + x));
+        } else {
+            out.add("QEMU command line: not given by the JDK on this host (check it in `qvm ps` or the process list)");
+        }
+        try {
+            String status = proc.pidFile(pid, "status", "`ps -o user= -p " + pid + "` shows QEMU's user");
             String uid = status.lines().filter(l -> l.startsWith("Uid:")).findFirst().orElse("Uid: ?").split("\\s+")[1];
             out.add("QEMU user: uid " + uid + (uid.equals("0") ? " (root)" : ""));
-            String env = new String(Files.readAllBytes(proc.resolve("environ")), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            out.add("QEMU user: " + info.flatMap(ProcessHandle.Info::user).map(u -> u + " (from the JDK)")
+                    .orElse(e.getMessage()));
+        }
+        try {
+            String env = proc.pidFile(pid, "environ", "`ps -E -p " + pid + "` (macOS) lists QEMU's environment");
             out.add("QEMU environment: " + (env.isEmpty() ? 0 : env.split("\0").length) + " variables");
-            String cgroup = Files.readString(proc.resolve("cgroup")).strip();
-            out.add("cgroup: " + cgroup);
-        } catch (IOException | RuntimeException e) {
-            out.add("could not read /proc/" + pid + ": " + e);
+        } catch (IOException e) {
+            out.add("QEMU environment: " + e.getMessage());
+        }
+        try {
+            out.add("cgroup: " + proc.pidFile(pid, "cgroup", "there are no cgroups (nothing to check)").strip());
+        } catch (IOException e) {
+            out.add("cgroup: " + e.getMessage());
         }
         out.add("guest: gVisor (runsc --network=none --oci-seccomp), worker as nobody, read-only root");
         return out;

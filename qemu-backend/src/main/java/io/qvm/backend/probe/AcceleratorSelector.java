@@ -61,11 +61,13 @@ public final class AcceleratorSelector {
     /**
      * Chooses the accelerator.
      *
-     * @throws HostSetupException for an explicit preference that fails a layer, or
+     * @throws HostSetupException for a JVM under Rosetta 2 unless {@code preference} is TCG
+     *     ({@link HostInfo#requireUntranslated}), for an explicit preference that fails a layer, or
      *     when even TCG fails (no QEMU for the guest, or the probe kernel does not boot)
      */
     public AcceleratorChoice select(Accelerator preference, HostInfo host, Arch guest) {
         Objects.requireNonNull(preference, "preference");
+        host.requireUntranslated(preference); // Rosetta 2: refuse before any layer runs
         List<LayerVerdict> all = new ArrayList<>();
         if (preference != Accelerator.AUTO) {
             Optional<LayerVerdict> failed = evaluate(preference, host, guest, all);

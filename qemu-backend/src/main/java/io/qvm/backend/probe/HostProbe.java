@@ -23,6 +23,8 @@ import java.util.Optional;
  *         .select(config.accelerator(), host);
  * }</pre>
  *
+ * On macOS with an x86_64 JVM it also asks whether that JVM runs under Rosetta 2 ({@link Rosetta}).
+ *
  * Takes one {@code --version} run per binary once its capabilities are cached (the first time,
  * about eight short runs, under a second). Whether an accelerator actually works is not
  * decided here but by {@link AcceleratorSelector}.
@@ -41,7 +43,7 @@ public final class HostProbe {
      * @param osName  Java's {@code os.name}
      * @param osArch  Java's {@code os.arch}
      * @param locator where to look for QEMU
-     * @param runner  runs {@code --version} and {@code -accel help}
+     * @param runner  runs {@code --version}, {@code -accel help} and, on macOS, {@code /usr/sbin/sysctl}
      */
     public HostProbe(String osName, String osArch, QemuLocator locator, CommandRunner runner) {
         this(osName, osArch, locator, runner, null);
@@ -80,7 +82,7 @@ public final class HostProbe {
         for (Arch guest : Arch.values()) {
             locator.locate(guest).ifPresent(bin -> found.put(guest, inspect(guest, bin)));
         }
-        return new HostInfo(os, arch, found);
+        return new HostInfo(os, arch, found, Rosetta.translated(os, osArch, runner));
     }
 
     /**

@@ -15,7 +15,8 @@ import java.util.Map;
  * <li><b>KVM</b> (Linux): {@code /dev/kvm} exists and is readable and writable by this process
  *     (access(2) semantics, so group membership counts). On this project's build machines it
  *     is — and still hangs guests, which is why layer 3 exists.</li>
- * <li><b>HVF</b> (macOS): {@code sysctl -n kern.hv_support} prints {@code 1}.</li>
+ * <li><b>HVF</b> (macOS): {@code /usr/sbin/sysctl -n kern.hv_support} prints {@code 1} (by absolute
+ *     path: an IDE's or launchd's JVM has no {@code /usr/sbin} on PATH).</li>
  * <li><b>WHPX</b> (Windows): {@code %SystemRoot%\System32\WinHvPlatform.dll} exists. The DLL
  *     ships with the optional feature "Windows Hypervisor Platform"
  *     ({@code HypervisorPlatform}); its presence says the feature is installed, not that the
@@ -100,10 +101,10 @@ public final class HostSupportCheck implements AcceleratorCheck {
         }
         CommandRunner.Result r;
         try {
-            r = runner.run(List.of("sysctl", "-n", "kern.hv_support"), Duration.ofSeconds(5));
+            r = runner.run(List.of(MacOsTools.SYSCTL, "-n", "kern.hv_support"), Duration.ofSeconds(5));
         } catch (UncheckedIOException e) {
-            return LayerVerdict.fail(a, Layer.HOST_SUPPORT, "cannot run sysctl: " + e.getMessage(),
-                    "run on macOS with /usr/sbin/sysctl on PATH");
+            return LayerVerdict.fail(a, Layer.HOST_SUPPORT, "cannot run " + MacOsTools.SYSCTL + ": " + e.getMessage(),
+                    "HVF is checked with macOS's own " + MacOsTools.SYSCTL + "; run qvm on macOS 11 or newer");
         }
         if (r.ok() && r.stdout().strip().equals("1")) {
             return LayerVerdict.pass(a, Layer.HOST_SUPPORT, "sysctl kern.hv_support = 1");

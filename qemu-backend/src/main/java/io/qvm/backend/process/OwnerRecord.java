@@ -16,8 +16,12 @@ import java.util.Objects;
  * {"format": 1, "sandboxId": "k3v9x2m4q7ab", "hostName": "build-7",
  *  "ownerPid": 4242, "ownerStartedAt": "2026-11-30T20:06:33.800Z", "createdAt": "2026-11-30T20:07:01.120Z",
  *  "qemuBinary": "qemu-system-x86_64", "runtimeDir": "/tmp/qvm-0/k3v9x2m4q7ab",
- *  "qemuPid": 4300, "qemuStartedAt": "2026-11-30T20:07:01.200Z"}
+ *  "qemuPid": 4300, "qemuStartedAt": "2026-11-30T20:07:01.200Z",
+ *  "hostId": "macos:564D8F3B-0C6E-4B52-9C1A-6D2E0F1A2B3C"}
  * </pre>
+ *
+ * {@code hostId} ({@link HostIdentity}) is absent in records of an older qvm; those are matched by
+ * {@code hostName}, as before.
  *
  * @param sandboxId the sandbox id (also the state directory's name)
  * @param hostName the host the owner ran on; other hosts' records are never reaped
@@ -28,6 +32,7 @@ import java.util.Objects;
  * @param runtimeDir the sandbox's socket directory, or null
  * @param qemuPid QEMU's pid once known, or null
  * @param qemuStartedAt QEMU's start instant once known, or null
+ * @param hostId the owner's host's stable identifier ({@link HostIdentity#id()}), or null
  */
 public record OwnerRecord(
         String sandboxId,
@@ -38,7 +43,8 @@ public record OwnerRecord(
         String qemuBinary,
         String runtimeDir,
         Long qemuPid,
-        Instant qemuStartedAt) {
+        Instant qemuStartedAt,
+        String hostId) {
 
     static final int FORMAT = 1;
     /** owner.json is tiny; anything bigger is not ours. */
@@ -58,16 +64,25 @@ public record OwnerRecord(
         }
     }
 
+    /** A record without a host identifier (as an older qvm wrote them). */
+    public OwnerRecord(String sandboxId, String hostName, long ownerPid, Instant ownerStartedAt, Instant createdAt,
+            String qemuBinary, String runtimeDir, Long qemuPid, Instant qemuStartedAt) {
+        this(sandboxId, hostName, ownerPid, ownerStartedAt, createdAt, qemuBinary, runtimeDir, qemuPid, qemuStartedAt,
+                null);
+    }
+
     /** A record for a sandbox owned by the current process. */
     static OwnerRecord forCurrentProcess(String sandboxId, String qemuBinary, String runtimeDir) {
         ProcessHandle me = ProcessHandle.current();
-        return new OwnerRecord(sandboxId, HostName.get(), me.pid(), me.info().startInstant().orElse(null),
-                Instant.now(), qemuBinary, runtimeDir, null, null);
+        HostIdentity host = HostIdentity.current();
+        return new OwnerRecord(sandboxId, host.name(), me.pid(), me.info().startInstant().orElse(null),
+                Instant.now(), qemuBinary, runtimeDir, null, null, host.id().orElse(null));
     }
 
     /** This record with QEMU's pid and start instant. */
     public OwnerRecord withQemu(long pid, Instant startedAt) {
-        return new OwnerRecord(sandboxId, hostName, ownerPid, ownerStartedAt, createdAt, qemuBinary, runtimeDir, pid, startedAt);
+        return new OwnerRecord(sandboxId, hostName, ownerPid, ownerStartedAt, createdAt, qemuBinary, runtimeDir, pid,
+                startedAt, hostId);
     }
 
     byte[] toJson() throws IOException {
@@ -86,6 +101,9 @@ public record OwnerRecord(
             n.put("qemuPid", qemuPid);
         }
         putInstant(n, "qemuStartedAt", qemuStartedAt);
+        if (hostId != null) {
+            n.put("hostId", hostId);
+        }
         return MAPPER.writerWithDefaultPrettyPrinter().writeValueAsBytes(n);
     }
 
@@ -115,7 +133,8 @@ public record OwnerRecord(
                     text(n, "qemuBinary", true),
                     text(n, "runtimeDir", false),
                     n.has("qemuPid") ? number(n, "qemuPid", true) : null,
-                    instant(n, "qemuStartedAt", false));
+                    instant(n, "qemuStartedAt", false),
+                    text(n, "hostId", false));
         } catch (IllegalArgumentException | NullPointerException e) {
             throw new IOException("owner.json is invalid: " + e.getMessage(), e);
         }

@@ -2,6 +2,9 @@ package io.qvm.backend.process;
 
 import io.qvm.HostSetupException;
 import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.probe.CommandRunner;
+import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.probe.MacOsTools;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -32,9 +35,27 @@ public final class QemuUser {
     /** The user QEMU drops to when qvm runs as root and {@code QVM_QEMU_USER} is unset. */
     public static final String DEFAULT_USER = "qvm";
 
-    /** The command that creates {@code user}: a system account with no home and no login shell. */
+    /** The command that creates {@code user} on Linux: a system account with no home and no login shell. */
     public static String createCommand(String user) {
         return "useradd --system --no-create-home --shell /usr/sbin/nologin " + user;
+    }
+
+    /**
+     * What creates {@code user} on {@code os}. On macOS ({@code useradd} does not exist there) a
+     * hidden local account with no shell and no home, through Directory Services ({@code dscl}),
+     * and first the advice not to run qvm as root at all: HVF needs no privileges. Untested on a
+     * real Mac.
+     */
+    public static String createCommand(HostOs os, String user) {
+        if (os != HostOs.MACOS) {
+            return createCommand(user);
+        }
+        String u = "/Users/" + user;
+        return "run qvm as your own user instead (HVF needs no root on macOS); or create a hidden account for QEMU "
+                + "with a free UniqueID below 500 (list the used ones: dscl . -list /Users UniqueID), e.g. 499: "
+                + "sudo dscl . -create " + u + " UniqueID 499 && sudo dscl . -create " + u + " PrimaryGroupID -2"
+                + " && sudo dscl . -create " + u + " UserShell /usr/bin/false && sudo dscl . -create " + u
+                + " NFSHomeDirectory /var/empty && sudo dscl . -create " + u + " IsHidden 1";
     }
 
     /** A POSIX user name QEMU's option parser and {@code getpwnam} both take as it is. */
@@ -52,8 +73,23 @@ public final class QemuUser {
     public interface Accounts {
         Optional<Account> find(String name);
 
-        /** {@code /etc/passwd}, then {@code getent passwd} (which also asks NSS: LDAP, sssd…). */
+        /** This host's accounts ({@link #system(HostOs, CommandRunner)} for this JVM's OS). */
         static Accounts system() {
+            return system(HostOs.fromOsName(System.getProperty("os.name", "")), CommandRunner.system());
+        }
+
+        /**
+         * Linux and other POSIX hosts: {@code /etc/passwd}, then {@code getent passwd} (which also
+         * asks NSS: LDAP, sssd…). macOS: {@code /etc/passwd} holds only a few system accounts and
+         * there is no {@code getent}; accounts live in Directory Services, so {@code /usr/bin/id -u}
+         * and {@code -g} (every directory node the Mac is bound to), then {@code /usr/bin/dscl .
+         * -read /Users/<name>} (the local node), by absolute path. The macOS path is untested on a
+         * real Mac: proven with a runner replaying those tools' outputs.
+         */
+        static Accounts system(HostOs os, CommandRunner runner) {
+            if (os == HostOs.MACOS) {
+                return name -> fromId(runner, name).or(() -> fromDscl(runner, name));
+            }
             return name -> {
                 Optional<Account> local = fromPasswd(Path.of("/etc/passwd"), name);
                 return local.isPresent() ? local : fromGetent(name);
@@ -65,11 +101,14 @@ public final class QemuUser {
     private final int hostUid;
     private final String wanted;
     private final Accounts accounts;
+    /** Decides the fix text ({@link #createCommand(HostOs, String)}). */
+    private final HostOs os;
 
-    private QemuUser(int hostUid, String wanted, Accounts accounts) {
+    private QemuUser(int hostUid, String wanted, Accounts accounts, HostOs os) {
         this.hostUid = hostUid;
         this.wanted = Objects.requireNonNull(wanted, "wanted");
         this.accounts = Objects.requireNonNull(accounts, "accounts");
+        this.os = Objects.requireNonNull(os, "os");
     }
 
     /** This process's uid, {@code QVM_QEMU_USER} (default {@value #DEFAULT_USER}), the system's accounts. */
@@ -79,7 +118,8 @@ public final class QemuUser {
 
     /** As {@link #system()}, with the user from {@code env}. */
     public static QemuUser system(QvmEnvironment env) {
-        return new QemuUser(posixUid(), env.qemuUser(), Accounts.system());
+        return new QemuUser(posixUid(), env.qemuUser(), Accounts.system(),
+                HostOs.fromOsName(System.getProperty("os.name", "")));
     }
 
     /**
@@ -87,7 +127,17 @@ public final class QemuUser {
      * {@code wanted} when {@code hostUid} is 0, looked up in {@code accounts}.
      */
     public static QemuUser of(int hostUid, String wanted, Accounts accounts) {
-        return new QemuUser(hostUid, wanted, accounts);
+        return new QemuUser(hostUid, wanted, accounts, HostOs.LINUX);
+    }
+
+    /** As {@link #of(int, String, Accounts)} on {@code os} (whose fix text the errors give). */
+    public static QemuUser of(int hostUid, String wanted, Accounts accounts, HostOs os) {
+        return new QemuUser(hostUid, wanted, accounts, os);
+    }
+
+    /** What creates the {@linkplain #wantedUser() wanted} user on this host's OS. */
+    public String createCommand() {
+        return createCommand(os, wanted);
     }
 
     /** Whether the host process is root (so QEMU must drop privileges). */
@@ -120,14 +170,15 @@ public final class QemuUser {
         if (account.isEmpty()) {
             throw new HostSetupException(HostSetupException.Problem.HOST_SETUP_NEEDED, "qvm runs as root, and QEMU "
                     + "never does: it drops to the unprivileged user '" + wanted + "' (" + QvmEnvironment.QEMU_USER
-                    + "), which does not exist on this host. Create it: " + createCommand(wanted)
-                    + " (./qvm does this when run as root), or set " + QvmEnvironment.QEMU_USER
+                    + "), which does not exist on this host. " + (os == HostOs.MACOS ? "On macOS: " : "Create it: ")
+                    + createCommand(os, wanted)
+                    + (os == HostOs.MACOS ? "" : " (./qvm does this when run as root)") + "; or set " + QvmEnvironment.QEMU_USER
                     + " to an existing unprivileged user");
         }
         if (account.get().uid() == 0 || account.get().gid() == 0) {
             throw new HostSetupException(HostSetupException.Problem.HOST_SETUP_NEEDED, QvmEnvironment.QEMU_USER + "='"
                     + wanted + "' has uid " + account.get().uid() + " and gid " + account.get().gid()
-                    + ": QEMU must not run as root; use an unprivileged user (" + createCommand(DEFAULT_USER) + ")");
+                    + ": QEMU must not run as root; use an unprivileged user (" + createCommand(os, DEFAULT_USER) + ")");
         }
         return account;
     }
@@ -158,6 +209,52 @@ public final class QemuUser {
             // unreadable or malformed: not there, as far as this file says
         }
         return Optional.empty();
+    }
+
+    /** {@code id -u name} and {@code id -g name}: each prints one number, or exits 1 ("no such user"). */
+    static Optional<Account> fromId(CommandRunner runner, String name) {
+        Optional<String> uid = runFor(runner, List.of(MacOsTools.ID, "-u", name));
+        Optional<String> gid = runFor(runner, List.of(MacOsTools.ID, "-g", name));
+        try {
+            return uid.isPresent() && gid.isPresent()
+                    ? Optional.of(new Account(name, Integer.parseInt(uid.get().strip()), Integer.parseInt(gid.get().strip())))
+                    : Optional.empty();
+        } catch (NumberFormatException e) {
+            return Optional.empty();
+        }
+    }
+
+    /** {@code dscl . -read /Users/name UniqueID PrimaryGroupID}: lines {@code UniqueID: 499}. */
+    static Optional<Account> fromDscl(CommandRunner runner, String name) {
+        Optional<String> out = runFor(runner, List.of(MacOsTools.DSCL, ".", "-read", "/Users/" + name, "UniqueID",
+                "PrimaryGroupID"));
+        if (out.isEmpty()) {
+            return Optional.empty();
+        }
+        Integer uid = null;
+        Integer gid = null;
+        for (String line : out.get().split("\\R")) {
+            String[] kv = line.split(":\\s*", 2);
+            try {
+                if (kv.length == 2 && kv[0].strip().equals("UniqueID")) {
+                    uid = Integer.parseInt(kv[1].strip());
+                } else if (kv.length == 2 && kv[0].strip().equals("PrimaryGroupID")) {
+                    gid = Integer.parseInt(kv[1].strip());
+                }
+            } catch (NumberFormatException e) {
+                return Optional.empty();
+            }
+        }
+        return uid != null && gid != null ? Optional.of(new Account(name, uid, gid)) : Optional.empty();
+    }
+
+    private static Optional<String> runFor(CommandRunner runner, List<String> argv) {
+        try {
+            CommandRunner.Result r = runner.run(argv, java.time.Duration.ofSeconds(10));
+            return r.ok() ? Optional.of(r.stdout()) : Optional.empty();
+        } catch (java.io.UncheckedIOException e) {
+            return Optional.empty();
+        }
     }
 
     private static Optional<Account> fromGetent(String name) {

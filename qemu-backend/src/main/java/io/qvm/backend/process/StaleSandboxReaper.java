@@ -55,6 +55,7 @@ public final class StaleSandboxReaper {
     private final CgroupTree cgroups;
     private final Duration termWait;
     private final Duration killWait;
+    private final HostIdentity host;
 
     /**
      * A reaper waiting 10 s after SIGTERM and 10 s after SIGKILL.
@@ -69,6 +70,13 @@ public final class StaleSandboxReaper {
 
     public StaleSandboxReaper(StateDirectory states, Path runtimeRoot, CgroupTree cgroups, Duration termWait,
             Duration killWait) {
+        this(states, runtimeRoot, cgroups, termWait, killWait, HostIdentity.current());
+    }
+
+    /** As above, for the host {@code host} (a test's: another OS's identifier, a renamed Mac). */
+    StaleSandboxReaper(StateDirectory states, Path runtimeRoot, CgroupTree cgroups, Duration termWait,
+            Duration killWait, HostIdentity host) {
+        this.host = Objects.requireNonNull(host, "host");
         this.states = Objects.requireNonNull(states, "states");
         this.runtimeRoot = Objects.requireNonNull(runtimeRoot, "runtimeRoot").toAbsolutePath().normalize();
         this.cgroups = cgroups;
@@ -109,9 +117,9 @@ public final class StaleSandboxReaper {
             return entry(s, ReapReport.Outcome.SKIPPED_UNREADABLE,
                     "owner.json names sandbox " + owner.sandboxId() + ", not " + s.id());
         }
-        if (!owner.hostName().equals(HostName.get())) {
-            return entry(s, ReapReport.Outcome.SKIPPED_OTHER_HOST,
-                    "recorded on host " + owner.hostName() + ", this is " + HostName.get());
+        Optional<String> otherHost = host.otherHost(owner.hostId(), owner.hostName());
+        if (otherHost.isPresent()) {
+            return entry(s, ReapReport.Outcome.SKIPPED_OTHER_HOST, otherHost.get());
         }
         Optional<String> ownerAlive = ownerAlive(owner);
         if (ownerAlive.isPresent()) {

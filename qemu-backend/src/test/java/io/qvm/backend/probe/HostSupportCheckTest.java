@@ -79,7 +79,7 @@ class HostSupportCheckTest {
     @Test
     void hvfReadsSysctl() {
         CommandRunner one = (argv, d) -> {
-            assertEquals("sysctl -n kern.hv_support", String.join(" ", argv));
+            assertEquals("/usr/sbin/sysctl -n kern.hv_support", String.join(" ", argv));
             return new CommandRunner.Result(0, "1\n", "", false);
         };
         CommandRunner zero = (argv, d) -> new CommandRunner.Result(0, "0\n", "", false);

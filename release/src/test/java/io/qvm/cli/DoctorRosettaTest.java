@@ -1,0 +1,33 @@
+package io.qvm.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.qvm.backend.probe.HostInfo;
+import io.qvm.backend.probe.HostOs;
+import io.qvm.protocol.image.Arch;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/** {@code qvm doctor} on an x86_64 JDK under Rosetta 2 (the probe's verdict given, as HostProbe makes it). */
+@Tag("unit")
+class DoctorRosettaTest {
+
+    @Test
+    void rosettaIsAnErrorNamingTheArm64Jdk() {
+        DoctorCommand.Problem p = DoctorCommand.rosetta(new HostInfo(HostOs.MACOS, Arch.X86_64, Map.of(), true))
+                .orElseThrow();
+        assertEquals("error", p.severity());
+        assertTrue(p.what().contains("Rosetta 2"), p.what());
+        assertTrue(p.fix().contains("arm64 (aarch64) JDK"), p.fix());
+        assertTrue(p.fix().contains("qemu-system-aarch64"), p.fix());
+    }
+
+    @Test
+    void aNativeJvmHasNoRosettaProblem() {
+        assertEquals(Optional.empty(), DoctorCommand.rosetta(new HostInfo(HostOs.MACOS, Arch.AARCH64, Map.of())));
+        assertEquals(Optional.empty(), DoctorCommand.rosetta(null));
+    }
+}
