@@ -49,12 +49,17 @@ final class ProcessIdentity {
             }
         }
         ProcessHandle.Info info = h.info();
-        if (info.command().isEmpty()) {
+        return fromInfo(info.command(), info.arguments());
+    }
+
+    /** The argv that {@link ProcessHandle.Info}'s command and arguments give, where there is no {@code /proc}. */
+    static Optional<List<String>> fromInfo(Optional<String> command, Optional<String[]> arguments) {
+        if (command.isEmpty()) {
             return Optional.empty();
         }
         List<String> argv = new ArrayList<>();
-        argv.add(info.command().get());
-        info.arguments().ifPresent(a -> argv.addAll(List.of(a)));
+        argv.add(command.get());
+        arguments.ifPresent(a -> argv.addAll(List.of(a)));
         return Optional.of(argv);
     }
 

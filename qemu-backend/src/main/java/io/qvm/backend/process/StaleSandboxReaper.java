@@ -55,6 +55,7 @@ public final class StaleSandboxReaper {
     private final CgroupTree cgroups;
     private final Duration termWait;
     private final Duration killWait;
+    private final ProcessTable processes;
 
     /**
      * A reaper waiting 10 s after SIGTERM and 10 s after SIGKILL.
@@ -69,6 +70,13 @@ public final class StaleSandboxReaper {
 
     public StaleSandboxReaper(StateDirectory states, Path runtimeRoot, CgroupTree cgroups, Duration termWait,
             Duration killWait) {
+        this(states, runtimeRoot, cgroups, termWait, killWait, ProcessTable.system());
+    }
+
+    /** @param processes where pids are looked up ({@link ProcessTable#system()}; tests inject a Windows-shaped one) */
+    public StaleSandboxReaper(StateDirectory states, Path runtimeRoot, CgroupTree cgroups, Duration termWait,
+            Duration killWait, ProcessTable processes) {
+        this.processes = Objects.requireNonNull(processes, "processes");
         this.states = Objects.requireNonNull(states, "states");
         this.runtimeRoot = Objects.requireNonNull(runtimeRoot, "runtimeRoot").toAbsolutePath().normalize();
         this.cgroups = cgroups;
@@ -120,13 +128,13 @@ public final class StaleSandboxReaper {
         String ownerGone = "owner pid " + owner.ownerPid() + " is gone";
 
         OptionalLong qemuPid = owner.qemuPid() != null ? OptionalLong.of(owner.qemuPid()) : s.pidFromPidFile();
-        Optional<ProcessHandle> qemu = qemuPid.isPresent() ? ProcessHandle.of(qemuPid.getAsLong()) : Optional.empty();
-        if (qemu.isEmpty() || !qemu.get().isAlive()) {
+        Optional<ProcessInfo> qemu = qemuPid.isPresent() ? processes.find(qemuPid.getAsLong()) : Optional.empty();
+        if (qemu.isEmpty()) {
             return remove(s, owner, ReapReport.Outcome.REMOVED, ownerGone + "; "
                     + (qemuPid.isPresent() ? "QEMU pid " + qemuPid.getAsLong() + " is not running" : "no QEMU pid recorded"));
         }
-        ProcessHandle h = qemu.get();
-        Optional<List<String>> argv = ProcessIdentity.commandLine(h);
+        ProcessHandle h = qemu.get().handle();
+        Optional<List<String>> argv = qemu.get().argv();
         if (argv.isEmpty()) {
             return entry(s, ReapReport.Outcome.SKIPPED_UNVERIFIABLE, ownerGone + "; QEMU pid " + h.pid()
                     + " is alive but its command line is unreadable; not killing it");
