@@ -16,7 +16,8 @@ import java.util.Objects;
  * {"format": 1, "sandboxId": "k3v9x2m4q7ab", "hostName": "build-7",
  *  "ownerPid": 4242, "ownerStartedAt": "2026-11-30T20:06:33.800Z", "createdAt": "2026-11-30T20:07:01.120Z",
  *  "qemuBinary": "qemu-system-x86_64", "runtimeDir": "/tmp/qvm-0/k3v9x2m4q7ab",
- *  "qemuPid": 4300, "qemuStartedAt": "2026-11-30T20:07:01.200Z"}
+ *  "qemuPid": 4300, "qemuStartedAt": "2026-11-30T20:07:01.200Z",
+ *  "qemuExecutable": "/usr/bin/qemu-system-x86_64"}
  * </pre>
  *
  * @param sandboxId the sandbox id (also the state directory's name)
@@ -28,6 +29,10 @@ import java.util.Objects;
  * @param runtimeDir the sandbox's socket directory, or null
  * @param qemuPid QEMU's pid once known, or null
  * @param qemuStartedAt QEMU's start instant once known, or null
+ * @param qemuExecutable the path of QEMU's executable as the OS reported it right after the launch
+ *     ({@code /proc/<pid>/exe} on Linux, the image path on Windows), or null (unknown, or a record
+ *     of an older qvm): with the start instant, what identifies an orphaned QEMU where the OS
+ *     gives no command line (Windows)
  */
 public record OwnerRecord(
         String sandboxId,
@@ -38,7 +43,8 @@ public record OwnerRecord(
         String qemuBinary,
         String runtimeDir,
         Long qemuPid,
-        Instant qemuStartedAt) {
+        Instant qemuStartedAt,
+        String qemuExecutable) {
 
     static final int FORMAT = 1;
     /** owner.json is tiny; anything bigger is not ours. */
@@ -58,6 +64,13 @@ public record OwnerRecord(
         }
     }
 
+    /** A record without {@code qemuExecutable} (as an older qvm wrote them). */
+    public OwnerRecord(String sandboxId, String hostName, long ownerPid, Instant ownerStartedAt, Instant createdAt,
+            String qemuBinary, String runtimeDir, Long qemuPid, Instant qemuStartedAt) {
+        this(sandboxId, hostName, ownerPid, ownerStartedAt, createdAt, qemuBinary, runtimeDir, qemuPid, qemuStartedAt,
+                null);
+    }
+
     /** A record for a sandbox owned by the current process. */
     static OwnerRecord forCurrentProcess(String sandboxId, String qemuBinary, String runtimeDir) {
         ProcessHandle me = ProcessHandle.current();
@@ -65,9 +78,15 @@ public record OwnerRecord(
                 Instant.now(), qemuBinary, runtimeDir, null, null);
     }
 
-    /** This record with QEMU's pid and start instant. */
+    /** This record with QEMU's pid and start instant (and no executable). */
     public OwnerRecord withQemu(long pid, Instant startedAt) {
-        return new OwnerRecord(sandboxId, hostName, ownerPid, ownerStartedAt, createdAt, qemuBinary, runtimeDir, pid, startedAt);
+        return withQemu(pid, startedAt, null);
+    }
+
+    /** This record with QEMU's pid, start instant and executable path (each null if unknown). */
+    public OwnerRecord withQemu(long pid, Instant startedAt, String executable) {
+        return new OwnerRecord(sandboxId, hostName, ownerPid, ownerStartedAt, createdAt, qemuBinary, runtimeDir, pid,
+                startedAt, executable);
     }
 
     byte[] toJson() throws IOException {
@@ -86,6 +105,9 @@ public record OwnerRecord(
             n.put("qemuPid", qemuPid);
         }
         putInstant(n, "qemuStartedAt", qemuStartedAt);
+        if (qemuExecutable != null) {
+            n.put("qemuExecutable", qemuExecutable);
+        }
         return MAPPER.writerWithDefaultPrettyPrinter().writeValueAsBytes(n);
     }
 
@@ -115,7 +137,8 @@ public record OwnerRecord(
                     text(n, "qemuBinary", true),
                     text(n, "runtimeDir", false),
                     n.has("qemuPid") ? number(n, "qemuPid", true) : null,
-                    instant(n, "qemuStartedAt", false));
+                    instant(n, "qemuStartedAt", false),
+                    text(n, "qemuExecutable", false));
         } catch (IllegalArgumentException | NullPointerException e) {
             throw new IOException("owner.json is invalid: " + e.getMessage(), e);
         }

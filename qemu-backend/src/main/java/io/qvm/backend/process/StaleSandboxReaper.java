@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -28,13 +29,21 @@ import java.util.concurrent.TimeoutException;
  *   <li>Read owner.json; if unreadable, or written on another host, leave it.
  *   <li>Is the owner alive? Its pid must be alive <em>and</em> have the recorded start instant
  *       (otherwise the pid was reused and the owner is gone). If alive, leave it.
- *   <li>Find the QEMU pid (owner.json, else QEMU's pidfile). It is "that QEMU" only if the pid is
- *       alive, its argv can be read, its argv[0] matches the recorded binary, its arguments
- *       mention this sandbox (its pidfile path, or its id as a path segment such as its socket
- *       directory), <em>and</em> its start instant is the recorded one. A pid that fails any of
- *       these — a missing recorded start instant and an unreadable argv included — is never
- *       signalled.
- *   <li>If it is that QEMU: SIGTERM, wait, SIGKILL, wait. Then delete the state directory, the
+ *   <li>Find the QEMU pid (owner.json, else QEMU's pidfile) and look it up ({@link ProcessTable}).
+ *       It is <em>not</em> that QEMU — the record goes, the process is left alone — if anything
+ *       known about it contradicts the record: its start instant, its executable path (recorded at
+ *       launch, {@link OwnerRecord#qemuExecutable()}), or, where the OS gives the command line, its
+ *       argv[0] or arguments that do not mention this sandbox (its pidfile path, or its id as a
+ *       path segment such as its socket directory).
+ *   <li>It is proven to be that QEMU only if its start instant is recorded and matches <em>and</em>
+ *       either its command line was read and names this sandbox (Linux, macOS) or — where the OS
+ *       gives no command line (Windows: {@link ProcessHandle.Info#arguments()} is empty) — its
+ *       executable path is recorded and matches. Anything in between (a record without a start
+ *       instant or executable, an unreadable start instant) is no proof either way: the pid is
+ *       not signalled <em>and the record is kept</em>, its reason naming the pid, since it may
+ *       still run.
+ *   <li>If it is that QEMU: SIGTERM, wait, SIGKILL, wait (on Windows both are TerminateProcess:
+ *       an orphaned QEMU has nothing to save, and nothing here relies on its SIGTERM handler). Then delete the state directory, the
  *       socket directory — only if it is exactly {@code <runtime root>/<id>}
  *       ({@link SocketPaths#dirOf}) and a private directory of ours — and the sandbox's cgroup
  *       ({@link CgroupTree}), if any.
@@ -133,24 +142,20 @@ public final class StaleSandboxReaper {
             return remove(s, owner, ReapReport.Outcome.REMOVED, ownerGone + "; "
                     + (qemuPid.isPresent() ? "QEMU pid " + qemuPid.getAsLong() + " is not running" : "no QEMU pid recorded"));
         }
-        ProcessHandle h = qemu.get().handle();
-        Optional<List<String>> argv = qemu.get().argv();
-        if (argv.isEmpty()) {
-            return entry(s, ReapReport.Outcome.SKIPPED_UNVERIFIABLE, ownerGone + "; QEMU pid " + h.pid()
-                    + " is alive but its command line is unreadable; not killing it");
-        }
-        Optional<String> mismatch = notThatQemu(s, owner, h, argv.get());
+        ProcessInfo info = qemu.get();
+        ProcessHandle h = info.handle();
+        Optional<String> mismatch = notThatQemu(s, owner, info);
         if (mismatch.isPresent()) {
             return remove(s, owner, ReapReport.Outcome.REMOVED, ownerGone + "; pid " + h.pid()
                     + " is alive but is not this sandbox's QEMU (" + mismatch.get() + "); left it alone");
         }
-        if (!ProcessIdentity.startProven(h, owner.qemuStartedAt())) {
-            return entry(s, ReapReport.Outcome.SKIPPED_UNVERIFIABLE, ownerGone + "; pid " + h.pid()
-                    + " is alive and its command line names this sandbox, but "
-                    + (owner.qemuStartedAt() == null ? "no QEMU start instant was recorded"
-                            : "its start instant cannot be read")
-                    + ", so it cannot be told from a process that got the same pid; not killing it (if it is this "
-                    + "sandbox's QEMU, stop it by hand: kill " + h.pid() + ", then run the reaper again)");
+        Optional<String> unproven = unproven(owner, info);
+        if (unproven.isPresent()) {
+            return entry(s, ReapReport.Outcome.SKIPPED_UNVERIFIABLE, ownerGone + "; QEMU pid " + h.pid()
+                    + " is alive and nothing shows it is another process, but " + unproven.get()
+                    + ", so it cannot be told from a process that got the same pid; not killing it, and keeping its "
+                    + "record (if it is this sandbox's QEMU, stop it by hand: " + killHint(h.pid())
+                    + ", then run the reaper again)");
         }
         String killed = kill(h);
         if (h.isAlive()) {
@@ -161,20 +166,41 @@ public final class StaleSandboxReaper {
     }
 
     /** Why the owner counts as alive, or empty if it is gone. */
-    private static Optional<String> ownerAlive(OwnerRecord owner) {
-        Optional<ProcessHandle> h = ProcessHandle.of(owner.ownerPid());
-        if (h.isEmpty() || !h.get().isAlive()) {
+    private Optional<String> ownerAlive(OwnerRecord owner) {
+        Optional<ProcessInfo> p = processes.find(owner.ownerPid());
+        if (p.isEmpty()) {
             return Optional.empty();
         }
-        if (!ProcessIdentity.startMatches(h.get(), owner.ownerStartedAt())) {
+        Optional<Instant> actual = p.get().startInstant();
+        if (owner.ownerStartedAt() != null && actual.isPresent() && !ProcessIdentity.sameStart(owner.ownerStartedAt(),
+                actual.get())) {
             return Optional.empty(); // the pid was reused by a younger process
         }
         return Optional.of("owner pid " + owner.ownerPid() + " is alive"
                 + (owner.ownerStartedAt() == null ? " (start instant not recorded)" : " with the recorded start instant"));
     }
 
-    /** Why {@code h} is not this sandbox's QEMU, or empty if it is. */
-    private static Optional<String> notThatQemu(SandboxState s, OwnerRecord owner, ProcessHandle h, List<String> argv) {
+    /**
+     * What proves {@code p} is <em>not</em> this sandbox's QEMU, or empty if nothing does: a known
+     * start instant other than the recorded one, a known executable other than the recorded one,
+     * or — where the OS gives the command line — an argv[0] other than the recorded binary or
+     * arguments that do not mention this sandbox. Unknown proves nothing.
+     */
+    private static Optional<String> notThatQemu(SandboxState s, OwnerRecord owner, ProcessInfo p) {
+        if (owner.qemuStartedAt() != null && p.startInstant().isPresent()
+                && !ProcessIdentity.sameStart(owner.qemuStartedAt(), p.startInstant().get())) {
+            return Optional.of("it started at " + p.startInstant().get() + ", the recorded QEMU at "
+                    + owner.qemuStartedAt());
+        }
+        if (owner.qemuExecutable() != null && p.executable().isPresent()
+                && !ProcessIdentity.sameExecutable(owner.qemuExecutable(), p.executable().get())) {
+            return Optional.of("its executable is " + p.executable().get() + ", the recorded QEMU's is "
+                    + owner.qemuExecutable());
+        }
+        if (p.argv().isEmpty() || p.argv().get().isEmpty()) {
+            return Optional.empty();
+        }
+        List<String> argv = p.argv().get();
         String argv0 = argv.get(0);
         String recorded = owner.qemuBinary();
         if (!argv0.equals(recorded) && !ProcessIdentity.baseName(argv0).equals(ProcessIdentity.baseName(recorded))) {
@@ -188,11 +214,38 @@ public final class StaleSandboxReaper {
         if (!mentions) {
             return Optional.of("its arguments mention neither " + pidFile + " nor a path with " + idSegment);
         }
-        if (ProcessIdentity.startDiffers(h, owner.qemuStartedAt())) {
-            return Optional.of("it started at " + h.info().startInstant().orElse(null) + ", the recorded QEMU at "
-                    + owner.qemuStartedAt());
-        }
         return Optional.empty();
+    }
+
+    /**
+     * Why {@code p} (which nothing shows to be another process) is not proven to be this
+     * sandbox's QEMU, or empty if it is: its start instant must be recorded and match, and either
+     * its command line was read (and named this sandbox: {@link #notThatQemu}) or — where the OS
+     * gives none — its executable must be recorded and match.
+     */
+    private static Optional<String> unproven(OwnerRecord owner, ProcessInfo p) {
+        if (owner.qemuStartedAt() == null) {
+            return Optional.of("no QEMU start instant was recorded");
+        }
+        if (p.startInstant().isEmpty()) {
+            return Optional.of("its start instant cannot be read");
+        }
+        if (p.argv().isPresent() && !p.argv().get().isEmpty()) {
+            return Optional.empty(); // start instant and command line both match
+        }
+        if (owner.qemuExecutable() == null) {
+            return Optional.of("its command line is unreadable (the OS gives none, as on Windows, or it is another "
+                    + "user's) and no QEMU executable was recorded");
+        }
+        if (p.executable().isEmpty()) {
+            return Optional.of("neither its command line nor its executable can be read");
+        }
+        return Optional.empty(); // start instant and executable both match
+    }
+
+    /** How to stop pid {@code pid} by hand on this host. */
+    static String killHint(long pid) {
+        return System.getProperty("os.name", "").startsWith("Windows") ? "taskkill /F /PID " + pid : "kill " + pid;
     }
 
     /** SIGTERM, wait, SIGKILL, wait; says which signals were needed. */
