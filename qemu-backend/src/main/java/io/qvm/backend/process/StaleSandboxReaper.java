@@ -294,7 +294,7 @@ public final class StaleSandboxReaper {
             return "";
         }
         Path mine = SocketPaths.dirOf(runtimeRoot, s.id());
-        if (!owner.runtimeDir().equals(mine.toString())) {
+        if (!sameDirectory(owner.runtimeDir(), mine)) {
             LOG.log(Level.WARNING, "not deleting runtime dir {0} of sandbox {1}: it is not {2}", owner.runtimeDir(),
                     s.id(), mine);
             return "; its recorded runtime directory " + owner.runtimeDir() + " is not " + mine + ": left it";
@@ -309,6 +309,32 @@ public final class StaleSandboxReaper {
         }
         FileTrees.delete(mine);
         return "";
+    }
+
+    /**
+     * Whether the recorded path names {@code mine}, as {@code mine}'s file system compares names
+     * (on Windows case-insensitively, with either separator): the same path, or the same
+     * existing directory.
+     */
+    private static boolean sameDirectory(String recorded, Path mine) {
+        Path p;
+        try {
+            p = mine.getFileSystem().getPath(recorded);
+        } catch (java.nio.file.InvalidPathException e) {
+            return false;
+        }
+        if (!p.isAbsolute()) {
+            return false;
+        }
+        if (p.normalize().equals(mine) || recorded.equals(mine.toString())) {
+            return true;
+        }
+        try {
+            return java.nio.file.Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                    && java.nio.file.Files.isSameFile(p, mine);
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     private static ReapReport.Entry entry(SandboxState s, ReapReport.Outcome outcome, String reason) {
