@@ -144,12 +144,12 @@ public final class StaleSandboxReaper {
         }
         ProcessInfo info = qemu.get();
         ProcessHandle h = info.handle();
-        Optional<String> mismatch = notThatQemu(s, owner, info);
+        Optional<String> mismatch = QemuIdentity.notThatQemu(s, owner, info);
         if (mismatch.isPresent()) {
             return remove(s, owner, ReapReport.Outcome.REMOVED, ownerGone + "; pid " + h.pid()
                     + " is alive but is not this sandbox's QEMU (" + mismatch.get() + "); left it alone");
         }
-        Optional<String> unproven = unproven(owner, info);
+        Optional<String> unproven = QemuIdentity.unproven(owner, info);
         if (unproven.isPresent()) {
             return entry(s, ReapReport.Outcome.SKIPPED_UNVERIFIABLE, ownerGone + "; QEMU pid " + h.pid()
                     + " is alive and nothing shows it is another process, but " + unproven.get()
@@ -178,69 +178,6 @@ public final class StaleSandboxReaper {
         }
         return Optional.of("owner pid " + owner.ownerPid() + " is alive"
                 + (owner.ownerStartedAt() == null ? " (start instant not recorded)" : " with the recorded start instant"));
-    }
-
-    /**
-     * What proves {@code p} is <em>not</em> this sandbox's QEMU, or empty if nothing does: a known
-     * start instant other than the recorded one, a known executable other than the recorded one,
-     * or — where the OS gives the command line — an argv[0] other than the recorded binary or
-     * arguments that do not mention this sandbox. Unknown proves nothing.
-     */
-    private static Optional<String> notThatQemu(SandboxState s, OwnerRecord owner, ProcessInfo p) {
-        if (owner.qemuStartedAt() != null && p.startInstant().isPresent()
-                && !ProcessIdentity.sameStart(owner.qemuStartedAt(), p.startInstant().get())) {
-            return Optional.of("it started at " + p.startInstant().get() + ", the recorded QEMU at "
-                    + owner.qemuStartedAt());
-        }
-        if (owner.qemuExecutable() != null && p.executable().isPresent()
-                && !ProcessIdentity.sameExecutable(owner.qemuExecutable(), p.executable().get())) {
-            return Optional.of("its executable is " + p.executable().get() + ", the recorded QEMU's is "
-                    + owner.qemuExecutable());
-        }
-        if (p.argv().isEmpty() || p.argv().get().isEmpty()) {
-            return Optional.empty();
-        }
-        List<String> argv = p.argv().get();
-        String argv0 = argv.get(0);
-        String recorded = owner.qemuBinary();
-        if (!argv0.equals(recorded) && !ProcessIdentity.baseName(argv0).equals(ProcessIdentity.baseName(recorded))) {
-            return Optional.of("its command is " + argv0 + ", the recorded QEMU is " + recorded);
-        }
-        String pidFile = s.pidFile().toString();
-        String idSegment = "/" + s.id() + "/";
-        String idSegmentWindows = "\\" + s.id() + "\\";
-        boolean mentions = argv.subList(1, argv.size()).stream()
-                .anyMatch(a -> a.contains(pidFile) || a.contains(idSegment) || a.contains(idSegmentWindows));
-        if (!mentions) {
-            return Optional.of("its arguments mention neither " + pidFile + " nor a path with " + idSegment);
-        }
-        return Optional.empty();
-    }
-
-    /**
-     * Why {@code p} (which nothing shows to be another process) is not proven to be this
-     * sandbox's QEMU, or empty if it is: its start instant must be recorded and match, and either
-     * its command line was read (and named this sandbox: {@link #notThatQemu}) or — where the OS
-     * gives none — its executable must be recorded and match.
-     */
-    private static Optional<String> unproven(OwnerRecord owner, ProcessInfo p) {
-        if (owner.qemuStartedAt() == null) {
-            return Optional.of("no QEMU start instant was recorded");
-        }
-        if (p.startInstant().isEmpty()) {
-            return Optional.of("its start instant cannot be read");
-        }
-        if (p.argv().isPresent() && !p.argv().get().isEmpty()) {
-            return Optional.empty(); // start instant and command line both match
-        }
-        if (owner.qemuExecutable() == null) {
-            return Optional.of("its command line is unreadable (the OS gives none, as on Windows, or it is another "
-                    + "user's) and no QEMU executable was recorded");
-        }
-        if (p.executable().isEmpty()) {
-            return Optional.of("neither its command line nor its executable can be read");
-        }
-        return Optional.empty(); // start instant and executable both match
     }
 
     /** How to stop pid {@code pid} by hand on this host. */
