@@ -137,7 +137,7 @@ final class DownCommand implements Callable<Integer> {
         Optional<ProcessHandle> owner = Sandboxes.alive(e.owner().ownerPid(), e.owner().ownerStartedAt());
         String how = "its owner pid " + e.owner().ownerPid() + " is gone";
         if (owner.isPresent() && owner.get().pid() != ProcessHandle.current().pid()) {
-            if (!Sandboxes.isQvmCli(owner.get())) {
+            if (!Sandboxes.isQvmCli(owner.get(), e.owner())) {
                 return new Result(e.id(), "refused", why + ", and its owner pid " + owner.get().pid()
                         + " is not the qvm CLI: stop it from that program");
             }

@@ -133,4 +133,18 @@ class OwnerStopTest {
         assertEquals(0, owner.exitValue(), "its TERM handler (the shutdown hook's part) ran");
         assertFalse(Files.exists(s.dir()));
     }
+
+    @Test
+    void anOwnerThatRecordedItIsTheCliIsKnownAsSuchWithoutReadingItsCommandLine() throws Exception {
+        SandboxState s = sandbox("cliowner");
+        Process owner = bootingOwner(s, "exit 143"); // a shell: its command line does not say qvm
+        assertEquals("unmanaged", Sandboxes.describe(s).status(), "without the record, a stranger");
+
+        Files.writeString(s.ownerFile(), Files.readString(s.ownerFile())
+                .replace("\"format\" : 1,", "\"format\" : 1, \"ownerProgram\" : \"" + Sandboxes.CLI_PROGRAM + "\","));
+
+        assertEquals(Sandboxes.CLI_PROGRAM, s.owner().ownerProgram());
+        assertEquals("booting", Sandboxes.describe(s).status(), "what Windows needs: no argv is read");
+        assertTrue(owner.isAlive());
+    }
 }

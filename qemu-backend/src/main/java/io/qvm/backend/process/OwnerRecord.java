@@ -33,6 +33,9 @@ import java.util.Objects;
  *     ({@code /proc/<pid>/exe} on Linux, the image path on Windows), or null (unknown, or a record
  *     of an older qvm): with the start instant, what identifies an orphaned QEMU where the OS
  *     gives no command line (Windows)
+ * @param ownerProgram what the owner is, as it said itself ({@value #PROGRAM_PROPERTY}; the qvm CLI
+ *     says {@code qvm-cli}), or null: how {@code qvm down} knows a live owner is the CLI where the OS
+ *     gives no command line to read it from (Windows)
  */
 public record OwnerRecord(
         String sandboxId,
@@ -44,9 +47,12 @@ public record OwnerRecord(
         String runtimeDir,
         Long qemuPid,
         Instant qemuStartedAt,
-        String qemuExecutable) {
+        String qemuExecutable,
+        String ownerProgram) {
 
     static final int FORMAT = 1;
+    /** The system property whose value a new record takes as {@link #ownerProgram()}. */
+    public static final String PROGRAM_PROPERTY = "qvm.owner.program";
     /** owner.json is tiny; anything bigger is not ours. */
     static final int MAX_BYTES = 64 * 1024;
     private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -68,14 +74,14 @@ public record OwnerRecord(
     public OwnerRecord(String sandboxId, String hostName, long ownerPid, Instant ownerStartedAt, Instant createdAt,
             String qemuBinary, String runtimeDir, Long qemuPid, Instant qemuStartedAt) {
         this(sandboxId, hostName, ownerPid, ownerStartedAt, createdAt, qemuBinary, runtimeDir, qemuPid, qemuStartedAt,
-                null);
+                null, null);
     }
 
     /** A record for a sandbox owned by the current process. */
     static OwnerRecord forCurrentProcess(String sandboxId, String qemuBinary, String runtimeDir) {
         ProcessHandle me = ProcessHandle.current();
         return new OwnerRecord(sandboxId, HostName.get(), me.pid(), me.info().startInstant().orElse(null),
-                Instant.now(), qemuBinary, runtimeDir, null, null);
+                Instant.now(), qemuBinary, runtimeDir, null, null, null, System.getProperty(PROGRAM_PROPERTY));
     }
 
     /** This record with QEMU's pid and start instant (and no executable). */
@@ -86,7 +92,7 @@ public record OwnerRecord(
     /** This record with QEMU's pid, start instant and executable path (each null if unknown). */
     public OwnerRecord withQemu(long pid, Instant startedAt, String executable) {
         return new OwnerRecord(sandboxId, hostName, ownerPid, ownerStartedAt, createdAt, qemuBinary, runtimeDir, pid,
-                startedAt, executable);
+                startedAt, executable, ownerProgram);
     }
 
     byte[] toJson() throws IOException {
@@ -107,6 +113,9 @@ public record OwnerRecord(
         putInstant(n, "qemuStartedAt", qemuStartedAt);
         if (qemuExecutable != null) {
             n.put("qemuExecutable", qemuExecutable);
+        }
+        if (ownerProgram != null) {
+            n.put("ownerProgram", ownerProgram);
         }
         return MAPPER.writerWithDefaultPrettyPrinter().writeValueAsBytes(n);
     }
@@ -138,7 +147,8 @@ public record OwnerRecord(
                     text(n, "runtimeDir", false),
                     n.has("qemuPid") ? number(n, "qemuPid", true) : null,
                     instant(n, "qemuStartedAt", false),
-                    text(n, "qemuExecutable", false));
+                    text(n, "qemuExecutable", false),
+                    text(n, "ownerProgram", false));
         } catch (IllegalArgumentException | NullPointerException e) {
             throw new IOException("owner.json is invalid: " + e.getMessage(), e);
         }
