@@ -30,8 +30,18 @@ class RosettaBackendTest {
 
     private QemuVmBackend.Builder underRosetta(FakeQemuHost host) {
         CommandRunner system = CommandRunner.system();
-        CommandRunner mac = (argv, deadline) -> argv.equals(List.of("/usr/sbin/sysctl", "-n", "sysctl.proc_translated"))
-                ? new CommandRunner.Result(0, "1\n", "", false) : system.run(argv, deadline);
+        CommandRunner mac = new CommandRunner() {
+            @Override
+            public Result run(List<String> argv, java.time.Duration deadline) {
+                return argv.equals(List.of("/usr/sbin/sysctl", "-n", "sysctl.proc_translated"))
+                        ? new Result(0, "1\n", "", false) : system.run(argv, deadline);
+            }
+
+            @Override
+            public Result run(List<String> argv, String stdin, java.time.Duration deadline) {
+                return system.run(argv, stdin, deadline); // the capability probe's QMP session
+            }
+        };
         QemuLocator locator = new QemuLocator(HostOs.MACOS, Map.of("QVM_QEMU", tmp.resolve("bin").toString()),
                 p -> p.startsWith(tmp) && Files.isRegularFile(p) && Files.isExecutable(p));
         return host.backend().hostProbe(new HostProbe("Mac OS X", "x86_64", locator, mac))

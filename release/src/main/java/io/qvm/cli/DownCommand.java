@@ -23,8 +23,10 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code qvm down}: stops sandboxes and qvm up sessions (a session's pooled sandboxes with it). A running one gets GOODBYE on its control socket (its
- * supervisor stops it gracefully and exits); one still booting gets its owner SIGTERMed (the
- * owner's shutdown hook stops it); a stale one (owner gone) is reaped by
+ * supervisor stops it gracefully and exits); one still booting, or whose socket does not answer,
+ * is stopped by {@link OwnerStop} (POSIX: its owner SIGTERMed, whose shutdown hook stops it;
+ * Windows: a booting one's proven QEMU stopped, after which its owner cleans up and exits — never
+ * TerminateProcess on an owner); a stale one (owner gone) is reaped by
  * {@link StaleSandboxReaper}, which kills QEMU only after checking the pid really is that QEMU.
  * A sandbox owned by another program (the library) is left alone.
  */
@@ -54,6 +56,7 @@ final class DownCommand implements Callable<Integer> {
     boolean all;
 
     private final CliContext ctx;
+    private final OwnerStop stopper = OwnerStop.system(EXIT_DEADLINE);
 
     DownCommand(CliContext ctx) {
         this.ctx = ctx;
@@ -94,13 +97,13 @@ final class DownCommand implements Callable<Integer> {
                         c.goodbye(GOODBYE_DEADLINE);
                     } catch (IOException unreachable) {
                         return terminateOwner(e, states, "its control socket does not answer ("
-                                + unreachable.getMessage() + ")");
+                                + unreachable.getMessage() + ")", e.ready().controlSocket());
                     }
                     waitForOwner(e);
                     return finish(e, states, "stopped", "stopped gracefully by its supervisor (pid "
                             + e.ready().supervisorPid() + ")");
                 case "booting":
-                    return terminateOwner(e, states, "it is still booting");
+                    return terminateOwner(e, states, "it is still booting", null);
                 case "stale":
                     progress.line("reaping sandbox " + e.id() + " (its owner is gone)");
                     return reap(e, states);
@@ -122,25 +125,31 @@ final class DownCommand implements Callable<Integer> {
         }
     }
 
-    /** SIGTERM to a qvm owner (its shutdown hook stops the sandbox), then reap what is left. */
-    private Result terminateOwner(Sandboxes.Entry e, StateDirectory states, String why)
+    /**
+     * Stops a live qvm owner that cannot be asked over a control socket ({@link OwnerStop}: SIGTERM
+     * on POSIX, its proven QEMU on Windows, never TerminateProcess on the owner), then reaps what
+     * is left.
+     *
+     * @param controlSocket the socket that did not answer; null for a booting sandbox
+     */
+    private Result terminateOwner(Sandboxes.Entry e, StateDirectory states, String why, String controlSocket)
             throws IOException, InterruptedException {
         Optional<ProcessHandle> owner = Sandboxes.alive(e.owner().ownerPid(), e.owner().ownerStartedAt());
+        String how = "its owner pid " + e.owner().ownerPid() + " is gone";
         if (owner.isPresent() && owner.get().pid() != ProcessHandle.current().pid()) {
-            if (!Sandboxes.isQvmCli(owner.get())) {
+            if (!Sandboxes.isQvmCli(owner.get(), e.owner())) {
                 return new Result(e.id(), "refused", why + ", and its owner pid " + owner.get().pid()
                         + " is not the qvm CLI: stop it from that program");
             }
-            owner.get().destroy();
-            try {
-                owner.get().onExit().get(EXIT_DEADLINE.toSeconds(), TimeUnit.SECONDS);
-            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException t) {
-                owner.get().destroyForcibly();
+            OwnerStop.Outcome o = stopper.stop(e.state(), owner.get(), controlSocket == null, controlSocket);
+            if (!o.stopped()) {
+                return new Result(e.id(), "failed", why + "; " + o.detail());
             }
+            how = o.detail();
         }
         Result r = reap(e, states);
-        return new Result(e.id(), r.outcome().equals("failed") ? "failed" : "stopped", why + "; stopped its owner pid "
-                + e.owner().ownerPid() + "; " + r.detail());
+        return new Result(e.id(), r.outcome().equals("failed") ? "failed" : "stopped", why + "; " + how + "; "
+                + r.detail());
     }
 
     private Result reap(Sandboxes.Entry e, StateDirectory states) throws IOException {

@@ -123,7 +123,7 @@ final class Sandboxes {
         ReadyFile ready = ReadyFile.read(s.dir()).orElse(null);
         Optional<ProcessHandle> ownerHandle = alive(owner.ownerPid(), owner.ownerStartedAt());
         boolean ownerAlive = ownerHandle.isPresent();
-        boolean ownerIsCli = ownerHandle.map(Sandboxes::isQvmCli).orElse(false);
+        boolean ownerIsCli = ownerHandle.map(h -> isQvmCli(h, owner)).orElse(false);
         Long qemuPid = owner.qemuPid() != null ? owner.qemuPid()
                 : s.pidFromPidFile().isPresent() ? Long.valueOf(s.pidFromPidFile().getAsLong()) : null;
         boolean qemuAlive = qemuPid != null && alive(qemuPid, owner.qemuStartedAt()).isPresent();
@@ -149,6 +149,18 @@ final class Sandboxes {
             return Optional.empty(); // the pid was reused
         }
         return h;
+    }
+
+    /** {@link OwnerRecord#ownerProgram()} of a sandbox the qvm CLI owns. */
+    static final String CLI_PROGRAM = "qvm-cli";
+
+    /**
+     * Whether {@code h}, the live owner recorded in {@code record}, is the qvm CLI: the record says
+     * so ({@link #CLI_PROGRAM}, written by the owner itself; the only way where the OS gives no
+     * command line, as on Windows), or its command line does.
+     */
+    static boolean isQvmCli(ProcessHandle h, OwnerRecord record) {
+        return CLI_PROGRAM.equals(record.ownerProgram()) || isQvmCli(h);
     }
 
     /** Whether a process runs {@code io.qvm.cli.QvmCli} (its command line says so). */

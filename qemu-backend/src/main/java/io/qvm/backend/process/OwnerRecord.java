@@ -17,6 +17,7 @@ import java.util.Objects;
  *  "ownerPid": 4242, "ownerStartedAt": "2026-11-30T20:06:33.800Z", "createdAt": "2026-11-30T20:07:01.120Z",
  *  "qemuBinary": "qemu-system-x86_64", "runtimeDir": "/tmp/qvm-0/k3v9x2m4q7ab",
  *  "qemuPid": 4300, "qemuStartedAt": "2026-11-30T20:07:01.200Z",
+ *  "qemuExecutable": "/usr/bin/qemu-system-x86_64", "ownerProgram": "qvm-cli",
  *  "hostId": "macos:564D8F3B-0C6E-4B52-9C1A-6D2E0F1A2B3C"}
  * </pre>
  *
@@ -32,6 +33,13 @@ import java.util.Objects;
  * @param runtimeDir the sandbox's socket directory, or null
  * @param qemuPid QEMU's pid once known, or null
  * @param qemuStartedAt QEMU's start instant once known, or null
+ * @param qemuExecutable the path of QEMU's executable as the OS reported it right after the launch
+ *     ({@code /proc/<pid>/exe} on Linux, the image path on Windows), or null (unknown, or a record
+ *     of an older qvm): with the start instant, what identifies an orphaned QEMU where the OS
+ *     gives no command line (Windows)
+ * @param ownerProgram what the owner is, as it said itself ({@value #PROGRAM_PROPERTY}; the qvm CLI
+ *     says {@code qvm-cli}), or null: how {@code qvm down} knows a live owner is the CLI where the OS
+ *     gives no command line to read it from (Windows)
  * @param hostId the owner's host's stable identifier ({@link HostIdentity#id()}), or null
  */
 public record OwnerRecord(
@@ -44,9 +52,13 @@ public record OwnerRecord(
         String runtimeDir,
         Long qemuPid,
         Instant qemuStartedAt,
+        String qemuExecutable,
+        String ownerProgram,
         String hostId) {
 
     static final int FORMAT = 1;
+    /** The system property whose value a new record takes as {@link #ownerProgram()}. */
+    public static final String PROGRAM_PROPERTY = "qvm.owner.program";
     /** owner.json is tiny; anything bigger is not ours. */
     static final int MAX_BYTES = 64 * 1024;
     private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -64,11 +76,26 @@ public record OwnerRecord(
         }
     }
 
-    /** A record without a host identifier (as an older qvm wrote them). */
+    /** A record without host identifier, QEMU executable or owner program (as an older qvm wrote them). */
     public OwnerRecord(String sandboxId, String hostName, long ownerPid, Instant ownerStartedAt, Instant createdAt,
             String qemuBinary, String runtimeDir, Long qemuPid, Instant qemuStartedAt) {
         this(sandboxId, hostName, ownerPid, ownerStartedAt, createdAt, qemuBinary, runtimeDir, qemuPid, qemuStartedAt,
-                null);
+                null, null, null);
+    }
+
+    /** A record with a host identifier but no QEMU executable or owner program. */
+    public OwnerRecord(String sandboxId, String hostName, long ownerPid, Instant ownerStartedAt, Instant createdAt,
+            String qemuBinary, String runtimeDir, Long qemuPid, Instant qemuStartedAt, String hostId) {
+        this(sandboxId, hostName, ownerPid, ownerStartedAt, createdAt, qemuBinary, runtimeDir, qemuPid, qemuStartedAt,
+                null, null, hostId);
+    }
+
+    /** A record with QEMU's executable and the owner program but no host identifier. */
+    public OwnerRecord(String sandboxId, String hostName, long ownerPid, Instant ownerStartedAt, Instant createdAt,
+            String qemuBinary, String runtimeDir, Long qemuPid, Instant qemuStartedAt, String qemuExecutable,
+            String ownerProgram) {
+        this(sandboxId, hostName, ownerPid, ownerStartedAt, createdAt, qemuBinary, runtimeDir, qemuPid, qemuStartedAt,
+                qemuExecutable, ownerProgram, null);
     }
 
     /** A record for a sandbox owned by the current process. */
@@ -76,13 +103,19 @@ public record OwnerRecord(
         ProcessHandle me = ProcessHandle.current();
         HostIdentity host = HostIdentity.current();
         return new OwnerRecord(sandboxId, host.name(), me.pid(), me.info().startInstant().orElse(null),
-                Instant.now(), qemuBinary, runtimeDir, null, null, host.id().orElse(null));
+                Instant.now(), qemuBinary, runtimeDir, null, null, null, System.getProperty(PROGRAM_PROPERTY),
+                host.id().orElse(null));
     }
 
-    /** This record with QEMU's pid and start instant. */
+    /** This record with QEMU's pid and start instant (and no executable). */
     public OwnerRecord withQemu(long pid, Instant startedAt) {
+        return withQemu(pid, startedAt, null);
+    }
+
+    /** This record with QEMU's pid, start instant and executable path (each null if unknown). */
+    public OwnerRecord withQemu(long pid, Instant startedAt, String executable) {
         return new OwnerRecord(sandboxId, hostName, ownerPid, ownerStartedAt, createdAt, qemuBinary, runtimeDir, pid,
-                startedAt, hostId);
+                startedAt, executable, ownerProgram, hostId);
     }
 
     byte[] toJson() throws IOException {
@@ -101,6 +134,12 @@ public record OwnerRecord(
             n.put("qemuPid", qemuPid);
         }
         putInstant(n, "qemuStartedAt", qemuStartedAt);
+        if (qemuExecutable != null) {
+            n.put("qemuExecutable", qemuExecutable);
+        }
+        if (ownerProgram != null) {
+            n.put("ownerProgram", ownerProgram);
+        }
         if (hostId != null) {
             n.put("hostId", hostId);
         }
@@ -134,6 +173,8 @@ public record OwnerRecord(
                     text(n, "runtimeDir", false),
                     n.has("qemuPid") ? number(n, "qemuPid", true) : null,
                     instant(n, "qemuStartedAt", false),
+                    text(n, "qemuExecutable", false),
+                    text(n, "ownerProgram", false),
                     text(n, "hostId", false));
         } catch (IllegalArgumentException | NullPointerException e) {
             throw new IOException("owner.json is invalid: " + e.getMessage(), e);

@@ -49,12 +49,22 @@ final class ProcessIdentity {
             }
         }
         ProcessHandle.Info info = h.info();
-        if (info.command().isEmpty()) {
+        return fromInfo(info.command(), info.arguments());
+    }
+
+    /**
+     * The argv that {@link ProcessHandle.Info}'s command and arguments give, where there is no
+     * {@code /proc}: unknown unless both are known. On Windows the JDK never gives the arguments;
+     * the command alone is no command line (taking it for one made a live QEMU look like a
+     * stranger whose arguments name no sandbox).
+     */
+    static Optional<List<String>> fromInfo(Optional<String> command, Optional<String[]> arguments) {
+        if (command.isEmpty() || arguments.isEmpty()) {
             return Optional.empty();
         }
         List<String> argv = new ArrayList<>();
-        argv.add(info.command().get());
-        info.arguments().ifPresent(a -> argv.addAll(List.of(a)));
+        argv.add(command.get());
+        arguments.ifPresent(a -> argv.addAll(List.of(a)));
         return Optional.of(argv);
     }
 
@@ -84,9 +94,37 @@ final class ProcessIdentity {
         return actual.isPresent() && Duration.between(recorded, actual.get()).abs().compareTo(START_TOLERANCE) <= 0;
     }
 
+    /** Whether two start instants of a process agree within {@link #START_TOLERANCE}. */
+    static boolean sameStart(Instant recorded, Instant actual) {
+        return Duration.between(recorded, actual).abs().compareTo(START_TOLERANCE) <= 0;
+    }
+
     /** True only if both instants are known and differ by more than {@link #START_TOLERANCE}. */
     static boolean startDiffers(ProcessHandle h, Instant recorded) {
         return !startMatches(h, recorded);
+    }
+
+    /**
+     * Whether two executable paths, as the OS reported them at different times, name the same
+     * file: equal; equal but for case where either is a Windows path (drive letter or
+     * backslash: NTFS names are case-insensitive); or the same file on this file system.
+     */
+    static boolean sameExecutable(String recorded, String actual) {
+        if (recorded.equals(actual)) {
+            return true;
+        }
+        if ((windowsPath(recorded) || windowsPath(actual)) && recorded.equalsIgnoreCase(actual)) {
+            return true;
+        }
+        try {
+            return Files.isSameFile(Path.of(recorded), Path.of(actual));
+        } catch (IOException | RuntimeException e) {
+            return false; // not both on this file system, or one is gone: no proof
+        }
+    }
+
+    private static boolean windowsPath(String p) {
+        return p.indexOf('\\') >= 0 || p.length() >= 2 && Character.isLetter(p.charAt(0)) && p.charAt(1) == ':';
     }
 
     /** The last path element of a command, e.g. {@code qemu-system-x86_64}. */

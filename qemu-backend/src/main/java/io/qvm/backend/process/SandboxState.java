@@ -71,9 +71,13 @@ public final class SandboxState {
         }
     }
 
-    /** Records QEMU's pid and start instant in owner.json (atomically). */
+    /**
+     * Records QEMU's pid, start instant and executable path in owner.json (atomically), as the OS
+     * reports them now, right after the launch: what a later reaper compares a live pid with.
+     */
     public void recordQemu(ProcessHandle qemu) throws IOException {
-        write(owner().withQemu(qemu.pid(), qemu.info().startInstant().orElse(null)));
+        ProcessHandle.Info info = qemu.info();
+        write(owner().withQemu(qemu.pid(), info.startInstant().orElse(null), info.command().orElse(null)));
     }
 
     /** The pid QEMU wrote to its pidfile, if the file exists and holds a positive integer. */

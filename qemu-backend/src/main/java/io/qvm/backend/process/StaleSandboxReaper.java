@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -28,13 +29,21 @@ import java.util.concurrent.TimeoutException;
  *   <li>Read owner.json; if unreadable, or written on another host, leave it.
  *   <li>Is the owner alive? Its pid must be alive <em>and</em> have the recorded start instant
  *       (otherwise the pid was reused and the owner is gone). If alive, leave it.
- *   <li>Find the QEMU pid (owner.json, else QEMU's pidfile). It is "that QEMU" only if the pid is
- *       alive, its argv can be read, its argv[0] matches the recorded binary, its arguments
- *       mention this sandbox (its pidfile path, or its id as a path segment such as its socket
- *       directory), <em>and</em> its start instant is the recorded one. A pid that fails any of
- *       these — a missing recorded start instant and an unreadable argv included — is never
- *       signalled.
- *   <li>If it is that QEMU: SIGTERM, wait, SIGKILL, wait. Then delete the state directory, the
+ *   <li>Find the QEMU pid (owner.json, else QEMU's pidfile) and look it up ({@link ProcessTable}).
+ *       It is <em>not</em> that QEMU — the record goes, the process is left alone — if anything
+ *       known about it contradicts the record: its start instant, its executable path (recorded at
+ *       launch, {@link OwnerRecord#qemuExecutable()}), or, where the OS gives the command line, its
+ *       argv[0] or arguments that do not mention this sandbox (its pidfile path, or its id as a
+ *       path segment such as its socket directory).
+ *   <li>It is proven to be that QEMU only if its start instant is recorded and matches <em>and</em>
+ *       either its command line was read and names this sandbox (Linux, macOS) or — where the OS
+ *       gives no command line (Windows: {@link ProcessHandle.Info#arguments()} is empty) — its
+ *       executable path is recorded and matches. Anything in between (a record without a start
+ *       instant or executable, an unreadable start instant) is no proof either way: the pid is
+ *       not signalled <em>and the record is kept</em>, its reason naming the pid, since it may
+ *       still run.
+ *   <li>If it is that QEMU: SIGTERM, wait, SIGKILL, wait (on Windows both are TerminateProcess:
+ *       an orphaned QEMU has nothing to save, and nothing here relies on its SIGTERM handler). Then delete the state directory, the
  *       socket directory — only if it is exactly {@code <runtime root>/<id>}
  *       ({@link SocketPaths#dirOf}) and a private directory of ours — and the sandbox's cgroup
  *       ({@link CgroupTree}), if any.
@@ -56,6 +65,7 @@ public final class StaleSandboxReaper {
     private final Duration termWait;
     private final Duration killWait;
     private final HostIdentity host;
+    private final ProcessTable processes;
 
     /**
      * A reaper waiting 10 s after SIGTERM and 10 s after SIGKILL.
@@ -70,13 +80,25 @@ public final class StaleSandboxReaper {
 
     public StaleSandboxReaper(StateDirectory states, Path runtimeRoot, CgroupTree cgroups, Duration termWait,
             Duration killWait) {
-        this(states, runtimeRoot, cgroups, termWait, killWait, HostIdentity.current());
+        this(states, runtimeRoot, cgroups, termWait, killWait, ProcessTable.system(), HostIdentity.current());
     }
 
     /** As above, for the host {@code host} (a test's: another OS's identifier, a renamed Mac). */
     StaleSandboxReaper(StateDirectory states, Path runtimeRoot, CgroupTree cgroups, Duration termWait,
             Duration killWait, HostIdentity host) {
+        this(states, runtimeRoot, cgroups, termWait, killWait, ProcessTable.system(), host);
+    }
+
+    /** @param processes where pids are looked up ({@link ProcessTable#system()}; tests inject a Windows-shaped one) */
+    public StaleSandboxReaper(StateDirectory states, Path runtimeRoot, CgroupTree cgroups, Duration termWait,
+            Duration killWait, ProcessTable processes) {
+        this(states, runtimeRoot, cgroups, termWait, killWait, processes, HostIdentity.current());
+    }
+
+    private StaleSandboxReaper(StateDirectory states, Path runtimeRoot, CgroupTree cgroups, Duration termWait,
+            Duration killWait, ProcessTable processes, HostIdentity host) {
         this.host = Objects.requireNonNull(host, "host");
+        this.processes = Objects.requireNonNull(processes, "processes");
         this.states = Objects.requireNonNull(states, "states");
         this.runtimeRoot = Objects.requireNonNull(runtimeRoot, "runtimeRoot").toAbsolutePath().normalize();
         this.cgroups = cgroups;
@@ -128,29 +150,25 @@ public final class StaleSandboxReaper {
         String ownerGone = "owner pid " + owner.ownerPid() + " is gone";
 
         OptionalLong qemuPid = owner.qemuPid() != null ? OptionalLong.of(owner.qemuPid()) : s.pidFromPidFile();
-        Optional<ProcessHandle> qemu = qemuPid.isPresent() ? ProcessHandle.of(qemuPid.getAsLong()) : Optional.empty();
-        if (qemu.isEmpty() || !qemu.get().isAlive()) {
+        Optional<ProcessInfo> qemu = qemuPid.isPresent() ? processes.find(qemuPid.getAsLong()) : Optional.empty();
+        if (qemu.isEmpty()) {
             return remove(s, owner, ReapReport.Outcome.REMOVED, ownerGone + "; "
                     + (qemuPid.isPresent() ? "QEMU pid " + qemuPid.getAsLong() + " is not running" : "no QEMU pid recorded"));
         }
-        ProcessHandle h = qemu.get();
-        Optional<List<String>> argv = ProcessIdentity.commandLine(h);
-        if (argv.isEmpty()) {
-            return entry(s, ReapReport.Outcome.SKIPPED_UNVERIFIABLE, ownerGone + "; QEMU pid " + h.pid()
-                    + " is alive but its command line is unreadable; not killing it");
-        }
-        Optional<String> mismatch = notThatQemu(s, owner, h, argv.get());
+        ProcessInfo info = qemu.get();
+        ProcessHandle h = info.handle();
+        Optional<String> mismatch = QemuIdentity.notThatQemu(s, owner, info);
         if (mismatch.isPresent()) {
             return remove(s, owner, ReapReport.Outcome.REMOVED, ownerGone + "; pid " + h.pid()
                     + " is alive but is not this sandbox's QEMU (" + mismatch.get() + "); left it alone");
         }
-        if (!ProcessIdentity.startProven(h, owner.qemuStartedAt())) {
-            return entry(s, ReapReport.Outcome.SKIPPED_UNVERIFIABLE, ownerGone + "; pid " + h.pid()
-                    + " is alive and its command line names this sandbox, but "
-                    + (owner.qemuStartedAt() == null ? "no QEMU start instant was recorded"
-                            : "its start instant cannot be read")
-                    + ", so it cannot be told from a process that got the same pid; not killing it (if it is this "
-                    + "sandbox's QEMU, stop it by hand: kill " + h.pid() + ", then run the reaper again)");
+        Optional<String> unproven = QemuIdentity.unproven(owner, info);
+        if (unproven.isPresent()) {
+            return entry(s, ReapReport.Outcome.SKIPPED_UNVERIFIABLE, ownerGone + "; QEMU pid " + h.pid()
+                    + " is alive and nothing shows it is another process, but " + unproven.get()
+                    + ", so it cannot be told from a process that got the same pid; not killing it, and keeping its "
+                    + "record (if it is this sandbox's QEMU, stop it by hand: " + killHint(h.pid())
+                    + ", then run the reaper again)");
         }
         String killed = kill(h);
         if (h.isAlive()) {
@@ -161,38 +179,23 @@ public final class StaleSandboxReaper {
     }
 
     /** Why the owner counts as alive, or empty if it is gone. */
-    private static Optional<String> ownerAlive(OwnerRecord owner) {
-        Optional<ProcessHandle> h = ProcessHandle.of(owner.ownerPid());
-        if (h.isEmpty() || !h.get().isAlive()) {
+    private Optional<String> ownerAlive(OwnerRecord owner) {
+        Optional<ProcessInfo> p = processes.find(owner.ownerPid());
+        if (p.isEmpty()) {
             return Optional.empty();
         }
-        if (!ProcessIdentity.startMatches(h.get(), owner.ownerStartedAt())) {
+        Optional<Instant> actual = p.get().startInstant();
+        if (owner.ownerStartedAt() != null && actual.isPresent() && !ProcessIdentity.sameStart(owner.ownerStartedAt(),
+                actual.get())) {
             return Optional.empty(); // the pid was reused by a younger process
         }
         return Optional.of("owner pid " + owner.ownerPid() + " is alive"
                 + (owner.ownerStartedAt() == null ? " (start instant not recorded)" : " with the recorded start instant"));
     }
 
-    /** Why {@code h} is not this sandbox's QEMU, or empty if it is. */
-    private static Optional<String> notThatQemu(SandboxState s, OwnerRecord owner, ProcessHandle h, List<String> argv) {
-        String argv0 = argv.get(0);
-        String recorded = owner.qemuBinary();
-        if (!argv0.equals(recorded) && !ProcessIdentity.baseName(argv0).equals(ProcessIdentity.baseName(recorded))) {
-            return Optional.of("its command is " + argv0 + ", the recorded QEMU is " + recorded);
-        }
-        String pidFile = s.pidFile().toString();
-        String idSegment = "/" + s.id() + "/";
-        String idSegmentWindows = "\\" + s.id() + "\\";
-        boolean mentions = argv.subList(1, argv.size()).stream()
-                .anyMatch(a -> a.contains(pidFile) || a.contains(idSegment) || a.contains(idSegmentWindows));
-        if (!mentions) {
-            return Optional.of("its arguments mention neither " + pidFile + " nor a path with " + idSegment);
-        }
-        if (ProcessIdentity.startDiffers(h, owner.qemuStartedAt())) {
-            return Optional.of("it started at " + h.info().startInstant().orElse(null) + ", the recorded QEMU at "
-                    + owner.qemuStartedAt());
-        }
-        return Optional.empty();
+    /** How to stop pid {@code pid} by hand on this host. */
+    static String killHint(long pid) {
+        return System.getProperty("os.name", "").startsWith("Windows") ? "taskkill /F /PID " + pid : "kill " + pid;
     }
 
     /** SIGTERM, wait, SIGKILL, wait; says which signals were needed. */
@@ -241,7 +244,7 @@ public final class StaleSandboxReaper {
             return "";
         }
         Path mine = SocketPaths.dirOf(runtimeRoot, s.id());
-        if (!owner.runtimeDir().equals(mine.toString())) {
+        if (!sameDirectory(owner.runtimeDir(), mine)) {
             LOG.log(Level.WARNING, "not deleting runtime dir {0} of sandbox {1}: it is not {2}", owner.runtimeDir(),
                     s.id(), mine);
             return "; its recorded runtime directory " + owner.runtimeDir() + " is not " + mine + ": left it";
@@ -256,6 +259,32 @@ public final class StaleSandboxReaper {
         }
         FileTrees.delete(mine);
         return "";
+    }
+
+    /**
+     * Whether the recorded path names {@code mine}, as {@code mine}'s file system compares names
+     * (on Windows case-insensitively, with either separator): the same path, or the same
+     * existing directory.
+     */
+    private static boolean sameDirectory(String recorded, Path mine) {
+        Path p;
+        try {
+            p = mine.getFileSystem().getPath(recorded);
+        } catch (java.nio.file.InvalidPathException e) {
+            return false;
+        }
+        if (!p.isAbsolute()) {
+            return false;
+        }
+        if (p.normalize().equals(mine) || recorded.equals(mine.toString())) {
+            return true;
+        }
+        try {
+            return java.nio.file.Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                    && java.nio.file.Files.isSameFile(p, mine);
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     private static ReapReport.Entry entry(SandboxState s, ReapReport.Outcome outcome, String reason) {

@@ -7,8 +7,19 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.AclEntry;
+import java.nio.file.attribute.AclEntryFlag;
+import java.nio.file.attribute.AclEntryPermission;
+import java.nio.file.attribute.AclEntryType;
+import java.nio.file.attribute.AclFileAttributeView;
+import java.nio.file.attribute.FileAttribute;
+import java.nio.file.attribute.FileOwnerAttributeView;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserPrincipal;
+import java.nio.file.attribute.UserPrincipalNotFoundException;
+import java.util.EnumSet;
+import java.util.List;
 import java.util.Set;
 
 /**
@@ -32,10 +43,17 @@ import java.util.Set;
  * entry). Once a directory passed, only this uid (and root) can change what is in it, so what qvm
  * reads there afterwards was written by this user.
  *
- * <p>On a file system without POSIX owners and modes (Windows: NTFS with ACLs) a missing
- * directory is created normally and an existing one is only checked to be a real directory, not a
- * symlink; its owner and ACL are <em>not</em> checked there (and this has not been tried on a real
- * Windows host).
+ * <p>On a file system without POSIX owners and modes but with owners and ACLs (Windows: NTFS, the
+ * {@code owner} and {@code acl} attribute views) "private" means: a real directory (not a symlink
+ * or junction), owned ({@link FileOwnerAttributeView}) by the current user (the principal of
+ * {@code user.name}), whose ACL ({@link AclFileAttributeView}) has ALLOW entries for that owner
+ * only — DENY entries take nothing away from privacy and are accepted; an ALLOW entry for anyone
+ * else (Everyone, Users, SYSTEM, Administrators, an inherited entry) is refused, never removed. A
+ * missing directory is created with exactly that ACL — the owner, full control, inherited by what
+ * is created in it — as a creation attribute where the provider takes one (Windows does) and set
+ * again right after (an explicit ACL carries no entries inherited from the parent). On a file system with neither view a directory is only
+ * checked to be a real directory. The ACL rules are untested on a real Windows host (they are
+ * tested on Jimfs in Windows mode).
  *
  * <pre>{@code
  * Path root = PrivateDirectory.ensure(stateRoot);          // created 0700, or ours and 0700 already
@@ -131,7 +149,8 @@ public final class PrivateDirectory {
                     + "directory");
         }
         if (!ownersAndModes(dir)) {
-            return; // no POSIX owner or mode to check here (see the class comment)
+            verifyOwnerAndAcl(dir); // Windows-shaped (see the class comment)
+            return;
         }
         int owner = (Integer) Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS);
         int me = currentUid();
@@ -206,8 +225,91 @@ public final class PrivateDirectory {
     private static void create(Path dir) throws IOException {
         if (ownersAndModes(dir)) {
             Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PRIVATE));
+        } else if (acls(dir)) {
+            List<AclEntry> acl = List.of(ownerOnly(currentUser(dir)));
+            try {
+                Files.createDirectory(dir, aclAttribute(acl));
+            } catch (UnsupportedOperationException noAclAtCreation) {
+                Files.createDirectory(dir); // this provider cannot (Jimfs); the ACL is set below
+            }
+            // again, explicitly: where the OS merged entries inherited from the parent into the
+            // created directory's ACL, setting it replaces them with exactly this one
+            Files.getFileAttributeView(dir, AclFileAttributeView.class, LinkOption.NOFOLLOW_LINKS).setAcl(acl);
         } else {
             Files.createDirectory(dir);
+        }
+    }
+
+    /** Whether {@code anyPath}'s file system has owners and ACLs (Windows' NTFS; not POSIX). */
+    static boolean acls(Path anyPath) {
+        Set<String> views = anyPath.getFileSystem().supportedFileAttributeViews();
+        return views.contains("acl") && views.contains("owner");
+    }
+
+    /**
+     * The current user as a principal of {@code anyPath}'s file system: the one named by the
+     * {@code user.name} system property (on Windows that resolves to the account's SID).
+     */
+    static UserPrincipal currentUser(Path anyPath) throws IOException {
+        String name = System.getProperty("user.name", "");
+        try {
+            return anyPath.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName(name);
+        } catch (UserPrincipalNotFoundException | UnsupportedOperationException e) {
+            throw new IOException("cannot look up the current user '" + name + "' on " + anyPath.getFileSystem()
+                    + ": " + e, e);
+        }
+    }
+
+    /** The one ACL entry of a private directory: its owner, full control, inherited by what is created in it. */
+    private static AclEntry ownerOnly(UserPrincipal owner) {
+        return AclEntry.newBuilder().setType(AclEntryType.ALLOW).setPrincipal(owner)
+                .setPermissions(EnumSet.allOf(AclEntryPermission.class))
+                .setFlags(AclEntryFlag.FILE_INHERIT, AclEntryFlag.DIRECTORY_INHERIT).build();
+    }
+
+    private static FileAttribute<List<AclEntry>> aclAttribute(List<AclEntry> acl) {
+        return new FileAttribute<>() {
+            @Override
+            public String name() {
+                return "acl:acl";
+            }
+
+            @Override
+            public List<AclEntry> value() {
+                return acl;
+            }
+        };
+    }
+
+    /** The owner-and-ACL check of a file system without POSIX modes (see the class comment). */
+    private static void verifyOwnerAndAcl(Path dir) throws IOException {
+        Set<String> views = dir.getFileSystem().supportedFileAttributeViews();
+        if (!views.contains("owner")) {
+            return; // nothing more can be checked here (see the class comment)
+        }
+        UserPrincipal owner = Files.getOwner(dir, LinkOption.NOFOLLOW_LINKS);
+        UserPrincipal me = currentUser(dir);
+        if (!owner.equals(me)) {
+            throw new UnsafeDirectoryException(dir, UnsafeDirectoryException.Problem.FOREIGN_OWNER, dir
+                    + " is owned by " + owner.getName() + ", not by this process's user (" + me.getName()
+                    + "): another user may have planted it, and qvm trusts nothing in it. Choose another directory "
+                    + "(qvm creates a missing one that only you can use), or remove this one if you know it is stale");
+        }
+        if (!views.contains("acl")) {
+            return;
+        }
+        List<AclEntry> acl = Files.getFileAttributeView(dir, AclFileAttributeView.class, LinkOption.NOFOLLOW_LINKS)
+                .getAcl();
+        List<String> others = acl.stream()
+                .filter(e -> e.type() == AclEntryType.ALLOW && !e.principal().equals(owner))
+                .map(e -> e.principal().getName()).distinct().toList();
+        if (!others.isEmpty()) {
+            throw new UnsafeDirectoryException(dir, UnsafeDirectoryException.Problem.SHARED_MODE, dir
+                    + "'s ACL grants access to " + String.join(", ", others) + ", not only to its owner "
+                    + owner.getName() + ": they can reach what qvm keeps there. qvm never changes an existing "
+                    + "directory's ACL: run 'icacls \"" + dir + "\" /inheritance:r /grant:r \"" + owner.getName()
+                    + ":(OI)(CI)F\"' and remove the other grants ('icacls \"" + dir + "\" /remove <name>') if the "
+                    + "directory is qvm's alone, or choose another directory");
         }
     }
 }
