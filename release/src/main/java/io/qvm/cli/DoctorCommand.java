@@ -212,7 +212,7 @@ final class DoctorCommand implements Callable<Integer> {
 
     private static ImageEntry image(Path root, Arch arch, List<Problem> problems) {
         Path dir = root.resolve(arch.qemuName());
-        String fix = "./qvm image build --arch " + arch.qemuName();
+        String fix = InstallHints.imageBuild(arch);
         boolean present = Files.isDirectory(dir);
         try {
             GuestImage img = GuestImage.load(root, arch);

@@ -31,8 +31,27 @@ final class InstallHints {
         }
     }
 
-    /** How to (re)build the guest image. */
+    /** How to (re)build the guest image on this host. */
     static String imageBuild(Arch arch) {
-        return "build the guest image: ./qvm image build --arch " + arch.qemuName();
+        return imageBuild(HostOs.fromOsName(System.getProperty("os.name", "")), arch);
+    }
+
+    /**
+     * How to (re)build the guest image on {@code os} (adr/0010: the build needs a JDK and the
+     * archive's URLs, no apt or dpkg), or get the released one (adr/0011).
+     */
+    static String imageBuild(HostOs os, Arch arch) {
+        String build = "./qvm image build --arch " + arch.qemuName();
+        String mirrors = "QVM_DEBIAN_MIRROR and QVM_DEBIAN_SECURITY_MIRROR (a Debian archive and its security archive)";
+        String how = switch (os) {
+            case LINUX -> "build the guest image: " + build + " (pinned Debian packages from the host's apt sources, or from "
+                    + mirrors + " on a host without them)";
+            case MACOS -> "build the guest image: set " + mirrors + ", then " + build + " (no apt or dpkg needed)";
+            case WINDOWS -> "build the guest image inside WSL (" + build + ", with " + mirrors + " set where WSL has no apt "
+                    + "sources) and point QVM_IMAGE_DIR at its out\\image";
+            default -> "build the guest image: set " + mirrors + ", then " + build;
+        };
+        return how + "; a released qvm fetches the image its jar pins instead: set QVM_IMAGE_REPOSITORY to the "
+                + "Maven repository it was deployed to";
     }
 }

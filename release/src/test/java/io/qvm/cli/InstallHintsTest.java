@@ -1,0 +1,31 @@
+package io.qvm.cli;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.qvm.backend.probe.HostOs;
+import io.qvm.protocol.image.Arch;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The image hint says what works on each host (reached through the OS seam): the build with the
+ * mirror variables where there is no apt, inside WSL on Windows, and the released image's fetch.
+ */
+@Tag("unit")
+class InstallHintsTest {
+
+    @Test
+    void everyHostIsToldWhatWorksThereAndAboutTheReleasedImage() {
+        for (HostOs os : HostOs.values()) {
+            String hint = InstallHints.imageBuild(os, Arch.AARCH64);
+            assertTrue(hint.contains("./qvm image build --arch aarch64"), os + ": " + hint);
+            assertTrue(hint.contains("QVM_DEBIAN_MIRROR") && hint.contains("QVM_DEBIAN_SECURITY_MIRROR"), os + ": " + hint);
+            assertTrue(hint.contains("QVM_IMAGE_REPOSITORY"), os + ": " + hint);
+        }
+        assertTrue(InstallHints.imageBuild(HostOs.WINDOWS, Arch.X86_64).contains("inside WSL"));
+        assertTrue(InstallHints.imageBuild(HostOs.MACOS, Arch.X86_64).contains("no apt or dpkg needed"));
+        assertFalse(InstallHints.imageBuild(HostOs.MACOS, Arch.X86_64).contains("apt sources"));
+        assertTrue(InstallHints.imageBuild(HostOs.LINUX, Arch.X86_64).contains("host's apt sources"));
+    }
+}
