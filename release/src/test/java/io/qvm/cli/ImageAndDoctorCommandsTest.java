@@ -105,7 +105,7 @@ class ImageAndDoctorCommandsTest {
 
         CliRun.Result text = CliRun.run(ctx, "doctor", "--quick");
         assertEquals(r.exit(), text.exit());
-        assertTrue(text.out().contains("image    ") && text.out().contains("fix: ./qvm image build"), text.out());
+        assertTrue(text.out().contains("image    ") && text.out().contains("fix: build the guest image: ./qvm image build"), text.out());
         assertTrue(text.out().contains("confine  cgroup"), text.out());
     }
 
