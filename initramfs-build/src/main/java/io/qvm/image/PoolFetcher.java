@@ -3,7 +3,6 @@ package io.qvm.image;
 import io.qvm.image.PackageLock.Entry;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -11,10 +10,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
-import java.util.HexFormat;
 import java.util.regex.Pattern;
 
 /**
@@ -81,14 +77,12 @@ final class PoolFetcher {
     }
 
     private String copy(Entry e, URI url, Path tmp) throws IOException {
-        MessageDigest sha = sha256();
         if (url.getScheme().equalsIgnoreCase("file")) {
             try (InputStream in = Files.newInputStream(Path.of(url))) {
-                bounded(e, url, in, tmp, sha);
+                return bounded(e, url, in, tmp);
             } catch (java.nio.file.NoSuchFileException nf) {
                 throw notFound(e, url, "no such file");
             }
-            return HexFormat.of().formatHex(sha.digest());
         }
         HttpResponse<InputStream> r;
         try {
@@ -102,9 +96,8 @@ final class PoolFetcher {
             if (r.statusCode() != 200) {
                 throw notFound(e, url, "HTTP " + r.statusCode());
             }
-            bounded(e, url, in, tmp, sha);
+            return bounded(e, url, in, tmp);
         }
-        return HexFormat.of().formatHex(sha.digest());
     }
 
     private static PackageFetchException notFound(Entry e, URI url, String why) {
@@ -115,31 +108,14 @@ final class PoolFetcher {
                 + "does, or refresh the lock with " + PackageLock.REFRESH_COMMAND, null);
     }
 
-    /** Copies at most the lock's size (+1 to notice more) while hashing. */
-    private static void bounded(Entry e, URI url, InputStream in, Path tmp, MessageDigest sha)
-            throws IOException {
-        long limit = e.size() > 0 ? e.size() : Long.MAX_VALUE;
-        long total = 0;
-        byte[] buf = new byte[1 << 16];
-        try (OutputStream out = Files.newOutputStream(tmp)) {
-            int n;
-            while ((n = in.read(buf)) > 0) {
-                total += n;
-                if (total > limit) {
-                    throw new PackageFetchException("refusing " + e.label() + " from " + url + ": more "
-                            + "than the " + e.size() + " bytes the lock pins", null);
-                }
-                sha.update(buf, 0, n);
-                out.write(buf, 0, n);
-            }
+    /** Copies at most the lock's size (+1 to notice more) while hashing; the SHA-256 of what it copied. */
+    private static String bounded(Entry e, URI url, InputStream in, Path tmp) throws IOException {
+        io.qvm.protocol.util.Sha256.Copied c = io.qvm.protocol.util.Sha256.copy(in, tmp,
+                e.size() > 0 ? e.size() : Long.MAX_VALUE);
+        if (c.overLimit()) {
+            throw new PackageFetchException("refusing " + e.label() + " from " + url + ": more "
+                    + "than the " + e.size() + " bytes the lock pins", null);
         }
-    }
-
-    private static MessageDigest sha256() {
-        try {
-            return MessageDigest.getInstance("SHA-256");
-        } catch (NoSuchAlgorithmException ex) {
-            throw new IllegalStateException(ex);
-        }
+        return c.sha256();
     }
 }

@@ -4,17 +4,14 @@ import io.qvm.backend.QvmVersion;
 import io.qvm.backend.probe.HostProbe;
 import io.qvm.backend.probe.QemuInstallation;
 import io.qvm.protocol.image.Arch;
+import io.qvm.protocol.util.Sha256;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -104,17 +101,10 @@ public final class Selftest {
     }
 
     static String sha256(Path file) {
-        try (InputStream in = Files.newInputStream(file)) {
-            MessageDigest md = MessageDigest.getInstance("SHA-256");
-            byte[] buf = new byte[1 << 16];
-            for (int n; (n = in.read(buf)) > 0; ) {
-                md.update(buf, 0, n);
-            }
-            return HexFormat.of().formatHex(md.digest());
+        try {
+            return Sha256.of(file);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
         }
     }
 

@@ -3,10 +3,10 @@ package io.qvm.backend.image;
 import io.qvm.backend.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.util.PrivateDirectory;
+import io.qvm.protocol.util.Sha256;
 import io.qvm.protocol.util.UnsafeDirectoryException;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.net.http.HttpClient;
@@ -16,10 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
-import java.util.HexFormat;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
@@ -174,9 +171,8 @@ public final class RemoteImageRepository {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted", e);
         }
-        MessageDigest digest = sha256();
-        long n = 0;
-        try (InputStream in = response.body(); OutputStream out = Files.newOutputStream(part)) {
+        Sha256.Copied copied;
+        try (InputStream in = response.body()) {
             if (response.statusCode() != 200) {
                 throw unavailable("the image repository answered HTTP " + response.statusCode() + " for " + url
                         + (response.statusCode() == 404 ? ": this release's image was not deployed there. Deploy it "
@@ -184,19 +180,14 @@ public final class RemoteImageRepository {
                         : ". Check the URL in $" + ENV + " and that the repository serves it without credentials"),
                         null);
             }
-            byte[] buf = new byte[1 << 16];
-            int r;
-            while ((r = in.read(buf)) >= 0) {
-                n += r;
-                if (n > pin.size()) {
-                    throw mismatch(url + " serves more than the " + pin.size() + " bytes this backend pins: refused "
-                            + "and deleted, cut off unread", null);
-                }
-                digest.update(buf, 0, r);
-                out.write(buf, 0, r);
-            }
+            copied = Sha256.copy(in, part, pin.size());
         }
-        String got = HexFormat.of().formatHex(digest.digest());
+        if (copied.overLimit()) {
+            throw mismatch(url + " serves more than the " + pin.size() + " bytes this backend pins: refused "
+                    + "and deleted, cut off unread", null);
+        }
+        long n = copied.bytes();
+        String got = copied.sha256();
         if (n != pin.size() || !got.equals(pin.sha256())) {
             throw mismatch(url + " served " + n + " bytes with sha256 " + got + ", but this backend pins " + pin.size()
                     + " bytes with sha256 " + pin.sha256() + ": refused and deleted. The repository does not hold the "
@@ -211,7 +202,7 @@ public final class RemoteImageRepository {
         long size;
         try {
             size = Files.size(target);
-            got = size == pin.size() ? io.qvm.protocol.util.Sha256.of(target) : "(not hashed)";
+            got = size == pin.size() ? Sha256.of(target) : "(not hashed)";
         } catch (IOException e) {
             throw unavailable("cannot read the fetched image " + target + ": " + e, e);
         }
@@ -237,14 +228,6 @@ public final class RemoteImageRepository {
                     Files.deleteIfExists(p);
                 }
             }
-        }
-    }
-
-    private static MessageDigest sha256() {
-        try {
-            return MessageDigest.getInstance("SHA-256");
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("no SHA-256 in this JDK", e);
         }
     }
 
