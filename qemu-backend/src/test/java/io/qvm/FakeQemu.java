@@ -58,8 +58,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * </ul>
  *
  * What goes wrong is set per test in {@code scenario.properties} next to the launcher script
- * (see {@link FakeQemuHost}); {@code boots} there counts the sandboxes this QEMU played, and
- * {@code argv} holds the last sandbox's command line (one argument per line).
+ * (see {@link FakeQemuHost}); {@code boots} there counts the sandboxes this QEMU played,
+ * {@code argv} holds the last sandbox's command line (one argument per line), and {@code seeds}
+ * the seeds the host sent with {@code restore}, one per line.
  * <pre>
  *  qemuVersion=X.Y.Z    what --version says (default {@value #VERSION})
  *  workerExitStatus=N    the worker exits with N before READY (then the VM powers off)
@@ -84,6 +85,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *                        gVisor's calibrated clock lags after a restore on a loaded host
  *  floodWhen=WHEN        … at boot (before READY, which then never comes), or when idle: once
  *                        the file flood-now appears next to the launcher ({@link FakeQemuHost#floodNow})
+ *  forks=N               a restored guest kernel logged N vmgenid reseeds (default 1; 0: none came)
+ *  reseeded=0            the init could not reseed the CRNG from the host's seed (default 1)
  * </pre>
  */
 public final class FakeQemu {
@@ -404,9 +407,16 @@ public final class FakeQemu {
         String line;
         while ((line = in.readLine()) != null) {
             String[] w = line.split(" ");
+            if (w[0].equals(ControlProtocol.RESTORE) && w.length == 4) {
+                Files.writeString(dir.resolve("seeds"), w[3] + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+                        StandardOpenOption.APPEND);
+            }
             String answer = switch (w[0]) {
+                // like the init: forks= from the kernel's log (scenario "forks", default 1), and
+                // reseeded= whether the host's seed went in (scenario "reseeded", default 1)
                 case ControlProtocol.RESTORE -> ControlProtocol.RESTORED + " " + w[2] + " " + ControlProtocol.CLOCK + w[1]
-                        + " " + ControlProtocol.FORKS + "1";
+                        + " " + ControlProtocol.FORKS + scenario.getProperty("forks", "1") + " "
+                        + ControlProtocol.RESEEDED + (w.length == 4 ? scenario.getProperty("reseeded", "1") : "0");
                 case ControlProtocol.PING -> ControlProtocol.PONG + " " + w[1];
                 default -> "unknown " + w[0];
             };

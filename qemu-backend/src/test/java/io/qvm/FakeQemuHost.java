@@ -78,6 +78,12 @@ public final class FakeQemuHost {
         Files.writeString(root.resolve("flood-now"), "");
     }
 
+    /** The seeds the host sent with the init's {@code restore}, in order (hex, one per restore). */
+    public java.util.List<String> seeds() throws IOException {
+        Path f = root.resolve("seeds");
+        return Files.exists(f) ? Files.readAllLines(f) : java.util.List.of();
+    }
+
     /** How many sandboxes the fake QEMU has played so far. */
     public int boots() throws IOException {
         Path counter = root.resolve("boots");

@@ -14,6 +14,7 @@ import io.qvm.backend.template.TemplateStore;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
 import io.qvm.protocol.WorkerStatus;
+import io.qvm.protocol.image.Arch;
 import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -76,6 +77,36 @@ class CloneE2ETest {
         SandboxConfig config = E2e.config().build();
         Template t = b.buildTemplate(config);
         E2e.log("template " + t.id() + " " + t.meta().mode() + " in " + t.dir());
+        twoClonesAtOnce(b, config, t, "q35", "CRNG reseeded by vmgenid and the host's seed");
+    }
+
+    /**
+     * An aarch64 guest on QEMU's {@code virt}, which has no vmgenid device, under TCG: a template,
+     * then two clones at once, each reseeded by a seed of the host's through the init
+     * (adr/0012), each with randomness of its own, the host's clock and a render. The rest of
+     * the aarch64 proof (boot, SVG and PDF, stop, nothing left; the corpus with {@code --full})
+     * is {@code qvm selftest --arch aarch64}.
+     */
+    @Test
+    void aarch64ClonesOfAVirtTemplateAreReseededByTheHostHaveTheirOwnRandomnessAndBothRender() throws Exception {
+        backend = QemuVmBackend.builder().imageDir(E2e.imageRoot(Arch.AARCH64)).guestArch(Arch.AARCH64)
+                .stateDirectory(state).templateDirectory(E2e.templateRoot()).progress(line -> {
+                    progress.add(line);
+                    E2e.log(line);
+                }).build();
+        SandboxConfig config = E2e.config().build();
+        Template t = backend.buildTemplate(config);
+        E2e.log("aarch64 template " + t.id() + " " + t.meta().mode() + " in " + t.dir());
+        twoClonesAtOnce(backend, config, t, "virt", "CRNG reseeded by the host's seed");
+    }
+
+    /**
+     * Two clones of {@code t} started at once: each restored (not booted) on {@code machine}, its
+     * boot report naming {@code reseeds}; different bytes from {@code /dev/urandom}, the host's
+     * clock within 2 s, and both render.
+     */
+    private static void twoClonesAtOnce(QemuVmBackend b, SandboxConfig config, Template t, String machine,
+            String reseeds) throws Exception {
         CompletableFuture<Sandbox> first = CompletableFuture.supplyAsync(() -> b.start(config));
         CompletableFuture<Sandbox> second = CompletableFuture.supplyAsync(() -> b.start(config));
         try (Sandbox one = first.get(); Sandbox two = second.get()) {
@@ -83,6 +114,9 @@ class CloneE2ETest {
                 E2e.log("clone " + s.id() + ": " + s.bootReport());
                 assertEquals(t.id(), s.bootReport().template().orElseThrow(), "restored from the template, not booted");
                 assertTrue(s.bootReport().phase("guest:runsc").isEmpty(), "a clone does not boot the guest");
+                assertEquals(machine, s.bootReport().machine());
+                assertTrue(s.bootReport().notes().stream().anyMatch(n -> n.contains(reseeds)),
+                        reseeds + ": " + s.bootReport().notes());
             }
             long before = System.currentTimeMillis();
             WorkerStatus a = one.status();

@@ -33,12 +33,16 @@ public final class E2e {
      * in the module's directory); `./qvm test` builds it before the tests run.
      */
     public static Path imageRoot() {
+        return imageRoot(Arch.fromOsArch(System.getProperty("os.arch")).orElseThrow());
+    }
+
+    /** {@link #imageRoot()}, which must hold an image for {@code arch}. */
+    public static Path imageRoot(Arch arch) {
         Path root = QvmEnvironment.system().get(QvmEnvironment.IMAGE_DIR).map(Path::of)
                 .orElseGet(() -> Path.of("").toAbsolutePath().getParent().resolve("out").resolve("image"));
-        Arch arch = Arch.fromOsArch(System.getProperty("os.arch")).orElseThrow();
         if (!Files.isDirectory(root.resolve(arch.qemuName()))) {
-            fail("no guest image at " + root.resolve(arch.qemuName()) + ": build it with ./qvm image build "
-                    + "(./qvm test does this before running the tests)");
+            fail("no guest image at " + root.resolve(arch.qemuName()) + ": build it with ./qvm image build --arch "
+                    + arch.id() + " (./qvm test does this before running the tests)");
         }
         return root;
     }

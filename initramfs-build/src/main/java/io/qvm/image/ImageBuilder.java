@@ -157,6 +157,7 @@ public final class ImageBuilder {
         Entry runscPkg = lock.one(arch, Role.RUNSC);
         Entry jdkPkg = lock.one(arch, Role.JDK);
         Entry fontsPkg = lock.one(arch, Role.FONTS);
+        Entry perlPkg = lock.one(arch, Role.PERL);
         Path kernelRoot = roots.get(kernelPkg);
         String kver = KernelModules.version(kernelRoot);
 
@@ -194,6 +195,13 @@ public final class ImageBuilder {
             checkStaticElf(runsc, runscPkg);
             checkStaticElf(busybox, busyboxPkg);
             Files.copy(runsc, stage.resolve("usr/bin/runsc"));
+            // perl, for the init's CRNG reseed on restore (adr/0012), with its libraries in the
+            // initramfs's own /usr/lib (the bundle's are the sandbox's, not the init's)
+            Path perl = find(roots.get(perlPkg), "perl", perlPkg);
+            Files.copy(perl, stage.resolve("usr/bin/perl"));
+            Map<String, SharedLibraryClosure.Library> perlLibs =
+                    new SharedLibraryClosure(arch, libRoots).copyClosure(stage, stage.resolve("usr/bin"));
+            progress.accept("perl " + perlPkg.version() + " for the init, with " + perlLibs.keySet());
             // kernel modules
             List<KernelModules.Module> modules =
                     KernelModules.resolve(kernelRoot, kver, KernelModules.WANTED, KernelModules.OPTIONAL);
@@ -275,7 +283,7 @@ public final class ImageBuilder {
         }
         return new ImageManifest(ImageManifest.FORMAT, arch.id(), arch.debian(), arch.console(), kernel, runsc, jre,
                 !cds, worker, new ImageManifest.FixedLimits(limits.nofile(), limits.nproc()), mtime, inputs, outputs,
-                null, recipe());
+                null, recipe(), true);
     }
 
     /**

@@ -19,9 +19,13 @@ import java.util.Set;
  *       ptrace and kvm only);</li>
  *   <li>openjdk-17-jdk-headless (bookworm): the target architecture's jmods for jlink;</li>
  *   <li>fonts-dejavu-core (bookworm);</li>
+ *   <li>perl-base (bookworm): only {@code /usr/bin/perl}, outside the sandbox, for the init's
+ *       two {@code ioctl}s that reseed the guest kernel's CRNG from the host's seed when a clone
+ *       is restored (busybox has no {@code ioctl}; adr/0012). Its libraries (glibc, libcrypt)
+ *       come from the library roots;</li>
  *   <li>libraries (bookworm) the linked JRE needs, with their Depends closure: glibc, libgcc,
  *       libstdc++, zlib, and for java.desktop freetype, harfbuzz (glib, graphite2, ...), lcms2
- *       and libjpeg.</li>
+ *       and libjpeg; and libcrypt for perl.</li>
  * </ul>
  */
 public final class LockSpec {
@@ -35,7 +39,7 @@ public final class LockSpec {
     /** Library roots; their Depends are followed. */
     public static final List<String> LIBRARIES = List.of(
             "libc6", "libgcc-s1", "libstdc++6", "zlib1g", "libfreetype6", "libharfbuzz0b",
-            "liblcms2-2", "libjpeg62-turbo");
+            "liblcms2-2", "libjpeg62-turbo", "libcrypt1");
 
     /** Depends never followed: packaging machinery, not libraries the JRE loads. */
     public static final Set<String> NOT_FOLLOWED = Set.of(
@@ -48,9 +52,10 @@ public final class LockSpec {
      * The kernel metapackage for an architecture. x86_64 takes Debian's generic kernel: the cloud
      * kernel is built without {@code CONFIG_VIRT_DRIVERS}, so it has no vmgenid driver and every
      * clone of a template would read the same bytes from {@code /dev/urandom} (adr/0006). The
-     * generic 6.1 kernel has {@code CONFIG_VMGENID=y}. aarch64 keeps the cloud kernel: a
-     * directly booted {@code virt} guest describes its devices by device tree, and 6.1's vmgenid
-     * driver binds through ACPI only, so aarch64 sandboxes cold-boot.
+     * generic 6.1 kernel has {@code CONFIG_VMGENID=y}. aarch64 keeps the cloud kernel: QEMU's
+     * {@code virt} has no vmgenid device at all (neither 7.2 nor 10.0 builds one for aarch64), so
+     * its clones are reseeded by the host through the init instead (adr/0012), which needs no
+     * driver.
      */
     public static String kernelMetapackage(Arch arch) {
         return arch == Arch.X86_64 ? "linux-image-" + arch.debian() : "linux-image-cloud-" + arch.debian();
@@ -61,6 +66,7 @@ public final class LockSpec {
                 new Root("busybox-static", Role.BUSYBOX, BOOKWORM),
                 new Root("runsc", Role.RUNSC, TRIXIE),
                 new Root("openjdk-17-jdk-headless", Role.JDK, BOOKWORM),
-                new Root("fonts-dejavu-core", Role.FONTS, BOOKWORM));
+                new Root("fonts-dejavu-core", Role.FONTS, BOOKWORM),
+                new Root("perl-base", Role.PERL, BOOKWORM));
     }
 }

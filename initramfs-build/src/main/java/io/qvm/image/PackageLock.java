@@ -55,7 +55,7 @@ public final class PackageLock {
 
     /** What a package is for in the image. */
     public enum Role {
-        KERNEL, BUSYBOX, RUNSC, JDK, LIBRARY, FONTS;
+        KERNEL, BUSYBOX, RUNSC, JDK, LIBRARY, FONTS, PERL;
 
         public String id() {
             return name().toLowerCase(Locale.ROOT);

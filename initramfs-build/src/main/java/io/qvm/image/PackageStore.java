@@ -17,6 +17,7 @@ import java.util.function.Consumer;
  * <pre>
  *   $QVM_CACHE/debs/&lt;sha256&gt;.deb          verified .deb files, named by their hash
  *   $QVM_CACHE/extracted/&lt;sha256&gt;/         the data archive of each (as dpkg-deb -x writes it)
+ *   $QVM_CACHE/extracted/&lt;sha256&gt;.done     written by this store once that directory is whole
  *   $QVM_CACHE/apt/&lt;release&gt;-&lt;arch&gt;/       private apt states of the lock refresh (Locker)
  * </pre>
  * A cached .deb is re-hashed on every use; a wrong hash from the mirror is a
@@ -92,11 +93,27 @@ public final class PackageStore {
         }
     }
 
-    /** The package's files as {@code dpkg-deb -x} writes them ({@link DebArchive}), cached by hash. */
+    /**
+     * The package's files as {@code dpkg-deb -x} writes them ({@link DebArchive}), cached by hash.
+     * A cached directory counts only with its {@code .done} marker, which this store writes after
+     * it moved a whole extraction into place: a directory without one (another tool's, an older
+     * qvm's, or one whose marker never got written) is removed and extracted again from the
+     * verified {@code .deb}, never trusted for what it holds.
+     */
     public Path extracted(Arch arch, Entry e) {
         Path dir = cache.resolve("extracted").resolve(e.sha256());
-        if (Files.isDirectory(dir)) {
+        Path done = cache.resolve("extracted").resolve(e.sha256() + ".done");
+        if (Files.isDirectory(dir) && Files.isRegularFile(done)) {
             return dir;
+        }
+        if (Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            progress.accept("extracting " + e.name() + " " + e.version() + " again: its cached copy " + dir
+                    + " has no completion marker");
+            try {
+                FileTrees.delete(dir);
+            } catch (IOException ex) {
+                throw new ImageException("cannot remove the unmarked extraction " + dir + ": " + ex, ex);
+            }
         }
         Path deb = deb(arch, e);
         progress.accept("extracting " + e.name() + " " + e.version());
@@ -107,6 +124,7 @@ public final class PackageStore {
             DebArchive.extract(deb, tmp, e.label());
             Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
             tmp = null;
+            Files.writeString(done, e.label() + "\n");
         } catch (IOException ex) {
             throw new ImageException("cannot extract " + deb + " into " + dir + ": " + ex, ex);
         } finally {

@@ -95,7 +95,7 @@ class ImageBootE2ETest {
                 a.dir().resolve(ImageBuilder.MANIFEST));
         new io.qvm.protocol.image.ImageManifest(built.format(), built.arch(), built.debianArch(), built.console(),
                 built.kernel(), built.runsc(), built.jre(), built.reproducible(), built.workerJar(), built.fixedLimits(),
-                built.sourceDateEpoch(), built.inputs(), built.outputs(), built.transports(), "0".repeat(64))
+                built.sourceDateEpoch(), built.inputs(), built.outputs(), built.transports(), "0".repeat(64), built.crngReseed())
                 .write(c.resolve(ImageBuilder.MANIFEST));
         StringBuilder sums = new StringBuilder();
         for (String f : new String[] {ImageBuilder.INITRAMFS, ImageBuilder.MANIFEST, ImageBuilder.VMLINUZ}) {

@@ -227,16 +227,17 @@ class InitScriptTest {
         return out;
     }
 
-    /** The control block run by busybox sh with fake date, dmesg, sleep and usleep, over a pipe. */
+    /** The control block run by busybox sh with fake date, dmesg, sleep, usleep, perl and vmgenid device, over a pipe. */
     @Test
     void controlLoopAnswersRestorePingAndBadInput(@TempDir Path dir) throws Exception {
         ShellLoop sh = ShellLoop.start(dir, null);
         try {
             assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
                 Files.writeString(dir.resolve("dmesg.txt"), "random: crng init done\n");
+                Files.writeString(dir.resolve("vmgenid"), "");
                 Path usleeps = dir.resolve("usleep.log");
                 String restored = sh.ask("restore 1700000000 t0");
-                assertEquals("restored t0 clock=1700000000 forks=0", restored,
+                assertEquals("restored t0 clock=1700000000 forks=0 reseeded=0", restored,
                         "no reseed: the loop gives up and the host decides");
                 assertTrue(ControlProtocol.restoredPattern().matcher(restored).matches(), "the host reads it");
                 assertEquals(Collections.nCopies(60, "50000"), Files.readAllLines(usleeps),
@@ -246,8 +247,28 @@ class InitScriptTest {
                 await().atMost(PATIENCE).until(() -> Files.readAllLines(usleeps).size() > 60);
                 replace(dir.resolve("dmesg.txt"),
                         "random: crng init done\nrandom: crng reseeded due to virtual machine fork\n");
-                assertEquals("restored abc clock=1700000100 forks=1", sh.answer(), "the reseed that came while it waited");
+                assertEquals("restored abc clock=1700000100 forks=1 reseeded=0", sh.answer(),
+                        "the reseed that came while it waited");
                 assertEquals("-s @1700000000\n-s @1700000100\n", Files.readString(dir.resolve("date.log")));
+                assertEquals("", Files.readString(dir.resolve("perl.log")), "no seed, no reseed");
+
+                // with the host's seed: perl's two ioctls get it, and no vmgenid device means no wait
+                String seed = "0123456789abcdef".repeat(4);
+                Files.delete(dir.resolve("vmgenid"));
+                Files.writeString(dir.resolve("dmesg.txt"), "random: crng init done\n");
+                int looks = Files.readAllLines(usleeps).size();
+                assertEquals("restored s1 clock=1700000200 forks=0 reseeded=1", sh.ask("restore 1700000200 s1 " + seed));
+                assertEquals(List.of(seed), Files.readAllLines(dir.resolve("perl.log")), "the seed, as perl's argument");
+                assertEquals(looks, Files.readAllLines(usleeps).size(), "no vmgenid device: nothing to wait for");
+                Files.writeString(dir.resolve("perl.rc"), "4"); // RNDRESEEDCRNG refused
+                assertEquals("restored s2 clock=1700000300 forks=0 reseeded=0", sh.ask("restore 1700000300 s2 " + seed));
+                Files.writeString(dir.resolve("perl.rc"), "0");
+                Files.writeString(dir.resolve("vmgenid"), "");
+                Files.writeString(dir.resolve("dmesg.txt"), "random: crng reseeded due to virtual machine fork\n");
+                assertEquals("restored s3 clock=1700000400 forks=1 reseeded=1", sh.ask("restore 1700000400 s3 " + seed),
+                        "on a vmgenid machine both reseeds");
+                assertTrue(ControlProtocol.restoredPattern().matcher("restored s3 clock=1700000400 forks=1 reseeded=1")
+                        .matches());
 
                 assertEquals("pong x", sh.ask("ping x"));
                 assertEquals("pong " + "Z9".repeat(32), sh.ask("ping " + "Z9".repeat(32)));
@@ -259,6 +280,11 @@ class InitScriptTest {
                     {"restore 1700000000 a-b", "error - bad-command"},
                     {"restore 1700000000 * ", "error - bad-command"},
                     {"restore x1 t4", "error t4 bad-command"},
+                    {"restore 1700000000 t5 " + "0".repeat(63), "error t5 bad-command"},
+                    {"restore 1700000000 t6 " + "0".repeat(65), "error t6 bad-command"},
+                    {"restore 1700000000 t7 " + "A".repeat(64), "error t7 bad-command"},
+                    {"restore 1700000000 t8 " + "0".repeat(64) + " x", "error t8 bad-command"},
+                    {"restore 1700000000 t9 ../" + "0".repeat(61), "error t9 bad-command"},
                     {"ping", "error - bad-command"},
                     {"ping " + "a".repeat(65), "error - bad-command"},
                     {"ping ../etc", "error - bad-command"},
@@ -350,7 +376,9 @@ class InitScriptTest {
                 "dmesg() { cat dmesg.txt; }",
                 "sleep() { echo \"$1\" >>sleep.log; command sleep \"$1\"; }",
                 "usleep() { echo \"$1\" >>usleep.log; command usleep \"$1\"; }",
+                "perl() { echo \"$3\" >>perl.log; return \"$(cat perl.rc)\"; }",
                 ". ./control.sh",
+                "control_vmgenid() { [ -e vmgenid ]; }",
                 "type date | grep -q function || exit 97",
                 "[ -z \"$1\" ] || exec <\"$1\"",
                 "control_loop",
@@ -373,6 +401,8 @@ class InitScriptTest {
             Files.writeString(dir.resolve("harness.sh"), HARNESS);
             Files.writeString(dir.resolve("sleep.log"), "");
             Files.writeString(dir.resolve("usleep.log"), "");
+            Files.writeString(dir.resolve("perl.log"), "");
+            Files.writeString(dir.resolve("perl.rc"), "0");
             List<String> cmd = new ArrayList<>(List.of(BUSYBOX.toString(), "sh", "harness.sh"));
             if (fifo != null) {
                 Process mkfifo = new ProcessBuilder(BUSYBOX.toString(), "mkfifo", fifo.toString()).start();

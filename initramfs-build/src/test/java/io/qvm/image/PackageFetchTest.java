@@ -54,6 +54,30 @@ class PackageFetchTest {
     }
 
     @Test
+    void aCachedExtractionWithoutItsCompletionMarkerIsExtractedAgainNotTrusted(@TempDir Path tmp) throws Exception {
+        Path main = new SyntheticDeb().dir("./", 0755).file("./usr/lib/modules/6.1/k.ko", 0644, "module")
+                .file("./usr/share/doc/synth-bin/copyright", 0644, "c").write(tmp.resolve("src/main.deb"));
+        try (LoopbackMirror mirror = new LoopbackMirror(Files.createDirectories(tmp.resolve("www")))) {
+            mirror.put("debian", MAIN_POOL, main);
+            Entry pinned = entry("synth-bin", "bookworm", MAIN_POOL, main);
+            // what a tool that is not this store left under the package's hash: only its documentation
+            Path planted = tmp.resolve("cache/extracted").resolve(pinned.sha256());
+            Files.createDirectories(planted.resolve("usr/share/doc/synth-bin"));
+            List<String> progress = new ArrayList<>();
+            PackageStore store = new PackageStore(tmp.resolve("cache"), progress::add, tmp.resolve("no-etc-apt"),
+                    env(mirror));
+            Path dir = store.extracted(Arch.X86_64, pinned);
+            assertEquals("module", Files.readString(dir.resolve("usr/lib/modules/6.1/k.ko")));
+            assertTrue(progress.stream().anyMatch(l -> l.contains("has no completion marker")), progress.toString());
+            assertTrue(Files.isRegularFile(tmp.resolve("cache/extracted").resolve(pinned.sha256() + ".done")));
+            // marked now: the next use takes it as it is, without the mirror
+            int requests = mirror.requests().size();
+            assertEquals(dir, store.extracted(Arch.X86_64, pinned));
+            assertEquals(requests, mirror.requests().size());
+        }
+    }
+
+    @Test
     void aMirrorServingOtherBytesIsRefusedNamingThePackageAndBothHashesAndNothingIsKept(@TempDir Path tmp)
             throws Exception {
         Path main = new SyntheticDeb().dir("./", 0755).file("./a", 0644, "pinned").write(tmp.resolve("src/main.deb"));

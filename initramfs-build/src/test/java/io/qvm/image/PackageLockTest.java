@@ -57,7 +57,7 @@ class PackageLockTest {
         PackageLock lock = PackageLock.bundled();
         for (Arch a : Arch.values()) {
             assertTrue(lock.has(a), "no packages for " + a);
-            for (Role r : new Role[] {Role.KERNEL, Role.BUSYBOX, Role.RUNSC, Role.JDK, Role.FONTS}) {
+            for (Role r : new Role[] {Role.KERNEL, Role.BUSYBOX, Role.RUNSC, Role.JDK, Role.FONTS, Role.PERL}) {
                 lock.one(a, r); // throws unless exactly one
             }
             String flavour = a == Arch.X86_64 ? "" : "cloud-"; // x86_64: the generic kernel, for vmgenid (adr/0006)

@@ -16,6 +16,7 @@ import io.qvm.backend.template.Template;
 import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.io.InputStream;
@@ -68,9 +69,19 @@ public final class Bench {
      * @param renders     samples per render way (fresh JVM subprocess: a fifth of it, at least 3)
      * @param clones      clones up at once for the memory step
      * @param progress    one line per step
+     * @param guest       the guest architecture (null: the host's). Another than the host's runs
+     *                    under TCG and measures the cold boot, the template, the restore and the
+     *                    in-sandbox render ways only: the host-side ways do not depend on the
+     *                    guest, and the pool and memory steps would take an hour of emulation
      */
     public record Options(Path imageRoot, Path stateRoot, Path workRoot, Path workerJar, int renders, int clones,
-            Consumer<String> progress) {
+            Consumer<String> progress, Arch guest) {
+
+        public Options(Path imageRoot, Path stateRoot, Path workRoot, Path workerJar, int renders, int clones,
+                Consumer<String> progress) {
+            this(imageRoot, stateRoot, workRoot, workerJar, renders, clones, progress, null);
+        }
+
         public Options {
             Objects.requireNonNull(imageRoot, "imageRoot");
             Objects.requireNonNull(stateRoot, "stateRoot");
@@ -104,11 +115,19 @@ public final class Bench {
         out.put("schema", "qvm.bench/1");
         out.put("started", Instant.now().toString());
         Path templates = Files.createTempDirectory(o.workRoot(), "templates-");
-        try (QemuVmBackend cold = QemuVmBackend.builder().imageDir(o.imageRoot()).stateDirectory(o.stateRoot())
-                .templates(false).progress(o.progress()).build();
-             QemuVmBackend clones = QemuVmBackend.builder().imageDir(o.imageRoot()).stateDirectory(o.stateRoot())
-                .templateDirectory(templates).progress(line -> { }).build()) {
+        QemuVmBackend.Builder coldBuilder = QemuVmBackend.builder().imageDir(o.imageRoot())
+                .stateDirectory(o.stateRoot()).templates(false).progress(o.progress());
+        QemuVmBackend.Builder cloneBuilder = QemuVmBackend.builder().imageDir(o.imageRoot())
+                .stateDirectory(o.stateRoot()).templateDirectory(templates).progress(line -> { });
+        if (o.guest() != null) {
+            coldBuilder.guestArch(o.guest());
+            cloneBuilder.guestArch(o.guest());
+        }
+        try (QemuVmBackend cold = coldBuilder.build(); QemuVmBackend clones = cloneBuilder.build()) {
             host(cold);
+            boolean cross = cold.guestArch() != cold.host().arch();
+            String crossSkip = "a " + cold.guestArch().qemuName() + " guest on a " + cold.host().arch().qemuName()
+                    + " host (emulated): qvm bench --arch measures boot, template, restore and the in-sandbox ways only";
             step("cold boot to READY (no template)");
             long t0 = System.nanoTime();
             try (Sandbox warm = cold.start(config)) {
@@ -140,23 +159,29 @@ public final class Bench {
                 for (boolean pdf : new boolean[] {false, true}) {
                     ObjectNode ways = r.putObject(pdf ? "pdf" : "svg");
                     RenderRequest req = pdf ? RenderRequest.pdf(PDF) : RenderRequest.svg(SVG);
-                    ways.set("hostJvm", o.workerJar() == null ? skipped("no worker jar")
+                    ways.set("hostJvm", cross ? skipped(crossSkip) : o.workerJar() == null ? skipped("no worker jar")
                             : series(HostWorkers.inProcess(o.workerJar(), req, o.renders())));
-                    ways.set("jvmPerRequest", o.workerJar() == null ? skipped("no worker jar")
+                    ways.set("jvmPerRequest", cross ? skipped(crossSkip) : o.workerJar() == null
+                            ? skipped("no worker jar")
                             : series(HostWorkers.subprocessPerRequest(o.workerJar(), req, Math.max(3, o.renders() / 5))));
-                    ways.set("runscOnHost", runsc(req));
+                    ways.set("runscOnHost", cross ? skipped(crossSkip) : runsc(req));
                     for (int i = 0; i < 3; i++) {
                         warm.render(req); // the warm sandbox: warm for this document type too
                     }
                     ways.set("warmSandbox", series(time(o.renders(), () -> warm.render(req))));
-                    ways.set("clonePerRequest", clonePerRequest(clones, req));
+                    ways.set("clonePerRequest", cross ? skipped(crossSkip) : clonePerRequest(clones, req));
                     ways.set("clonePrepared", clonePrepared(clones, req));
                 }
             }
-            step("pool acquire with idle clones");
-            poolAcquire(clones);
-            step("memory per idle clone, and " + o.clones() + " clones at once");
-            memory(clones);
+            if (cross) {
+                out.set("poolAcquire", skipped(crossSkip));
+                out.set("memory", skipped(crossSkip));
+            } else {
+                step("pool acquire with idle clones");
+                poolAcquire(clones);
+                step("memory per idle clone, and " + o.clones() + " clones at once");
+                memory(clones);
+            }
         } finally {
             FileTrees.deleteQuietly(templates);
         }
@@ -174,15 +199,16 @@ public final class Bench {
         ObjectNode host = out.putObject("host");
         host.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version"));
         host.put("arch", h.arch().qemuName());
+        host.put("guestArch", b.guestArch().qemuName());
         host.put("cpus", Runtime.getRuntime().availableProcessors());
         host.put("memTotalKiB", memTotalKiB());
         host.put("java", Runtime.version().toString());
-        h.qemu(h.arch()).ifPresent(q -> {
+        h.qemu(b.guestArch()).ifPresent(q -> {
             host.put("qemu", q.binary().toString());
             host.put("qemuVersion", q.version().toString());
         });
         host.put("accelerator", b.acceleratorChoice(config).accelerator().qemuName());
-        GuestImage image = GuestImage.load(o.imageRoot(), h.arch());
+        GuestImage image = GuestImage.load(o.imageRoot(), b.guestArch());
         ObjectNode img = host.putObject("image");
         image.sha256().forEach(img::put);
         ObjectNode cfg = out.putObject("config");

@@ -17,7 +17,8 @@ final class Summary {
                 .append(h.path("arch").asText()).append(", ").append(h.path("cpus").asInt()).append(" CPUs, ")
                 .append(h.path("memTotalKiB").asLong() / 1024 / 1024).append(" GiB; QEMU ")
                 .append(h.path("qemuVersion").asText()).append(", accelerator **").append(h.path("accelerator").asText())
-                .append("**; guest ").append(r.path("config").path("vcpus").asInt()).append(" vCPU, ")
+                .append("**; guest ").append(h.path("guestArch").asText(h.path("arch").asText())).append(", ")
+                .append(r.path("config").path("vcpus").asInt()).append(" vCPU, ")
                 .append(r.path("config").path("memoryMib").asInt()).append(" MiB; Java ")
                 .append(h.path("java").asText()).append(".\n\nImage:");
         h.path("image").fields().forEachRemaining(e -> md.append(" `").append(e.getKey()).append("` ")
@@ -56,6 +57,10 @@ final class Summary {
                     .append(" |\n");
         }
         JsonNode m = r.path("memory");
+        if (m.has("skipped")) {
+            md.append("\n## Host memory\n\nskipped: ").append(m.path("skipped").asText()).append("\n");
+            return md.toString();
+        }
         md.append("\n## Host memory (from /proc/PID/smaps_rollup)\n\n| what | RSS | PSS | Private_Dirty (its own) | Private_Clean |\n| --- | --- | --- | --- | --- |\n");
         JsonNode idle = m.path("idleClone");
         if (idle.has("unavailable")) {

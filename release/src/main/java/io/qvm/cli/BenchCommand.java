@@ -2,6 +2,7 @@ package io.qvm.cli;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.bench.Bench;
+import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.util.FileTrees;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -37,6 +38,11 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--clones", paramLabel = "N", description = "Clones up at once for the memory figure (default 8).")
     int clones = 8;
 
+    @Option(names = "--arch", paramLabel = "x86_64|aarch64", converter = ImageCommand.ArchConverter.class,
+            description = "The guest architecture (default: the host's). Another than the host's runs under TCG and "
+                    + "measures cold boot, template build, restore and the in-sandbox render ways only.")
+    Arch arch;
+
     @Option(names = "--worker-jar", paramLabel = "JAR",
             description = "The worker jar for the host-JVM, JVM-per-request and runsc ways (default: the checkout's "
                     + "renderer-worker/target/renderer-worker.jar; those ways are skipped without it).")
@@ -55,12 +61,13 @@ final class BenchCommand implements Callable<Integer> {
         Path jar = workerJar != null ? workerJar : imageRoot.getParent().getParent().resolve("renderer-worker")
                 .resolve("target").resolve("renderer-worker.jar");
         Progress progress = new Progress(spec.commandLine().getErr(), ctx.interactive() && !json.enabled());
-        MissingImage.buildIfMissing(ctx, imageRoot, progress);
+        MissingImage.buildIfMissing(ctx, imageRoot, arch != null ? arch
+                : Arch.fromOsArch(System.getProperty("os.arch", "")).orElse(null), progress);
         Path work = Files.createTempDirectory("qvm-bench-");
         ObjectNode results;
         try {
             results = Bench.run(new Bench.Options(imageRoot, ctx.stateRoot(dirs.stateDir), work,
-                    Files.isRegularFile(jar) ? jar : null, renders, clones, progress::line));
+                    Files.isRegularFile(jar) ? jar : null, renders, clones, progress::line, arch));
             Bench.write(results, outDir);
         } finally {
             progress.done();

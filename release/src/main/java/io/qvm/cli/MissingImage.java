@@ -17,7 +17,11 @@ final class MissingImage {
     }
 
     static void buildIfMissing(CliContext ctx, Path imageRoot, Progress progress) {
-        Arch arch = Arch.fromOsArch(System.getProperty("os.arch", "")).orElse(null);
+        buildIfMissing(ctx, imageRoot, Arch.fromOsArch(System.getProperty("os.arch", "")).orElse(null), progress);
+    }
+
+    /** {@link #buildIfMissing(CliContext, Path, Progress)} for {@code arch} (null: the host's, unsupported). */
+    static void buildIfMissing(CliContext ctx, Path imageRoot, Arch arch, Progress progress) {
         if (arch == null) {
             return; // the backend reports the unsupported host with its own typed error
         }
@@ -31,7 +35,8 @@ final class MissingImage {
             ImageTool.Report r = ctx.imageTool().build(arch, imageRoot, progress::line);
             if (!r.ok()) {
                 throw new CliException(ExitCode.IMAGE, "IMAGE_BUILD_FAILED", "the guest image build did not verify: "
-                        + String.join("; ", r.problems()), "run ./qvm image build and read its output", null);
+                        + String.join("; ", r.problems()), "run ./qvm image build --arch " + arch.id()
+                        + " and read its output", null);
             }
             progress.line("guest image ready at " + r.dir());
         }

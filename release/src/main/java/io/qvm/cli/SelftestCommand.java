@@ -43,7 +43,7 @@ final class SelftestCommand implements Callable<Integer> {
 
     @Option(names = "--arch", paramLabel = "x86_64|aarch64", converter = ImageCommand.ArchConverter.class,
             description = "The guest architecture to prove (default: the host's). Another architecture than the host's "
-                    + "runs under TCG with the short suite unless --full.")
+                    + "runs under TCG with the short suite (no corpus; a template and two clones included) unless --full.")
     Arch arch;
 
     @Option(names = "--full", description = "The whole suite (corpus, template, two clones) for another architecture too.")

@@ -54,8 +54,9 @@ import java.util.stream.Stream;
  * <li>{@code nothing-left}: no QEMU child of this JVM, no process naming the gate's state
  *     directory, no sandbox state entry, no new socket directory in the runtime root.</li>
  * </ol>
- * Another architecture: {@code boot}, {@code handshake}, {@code render-svg}
- * ({@code samples/hello.svg}), {@code render-pdf} ({@code samples/hello.pdf}), {@code stop},
+ * Another architecture (the short suite): {@code boot}, {@code handshake}, {@code render-svg}
+ * ({@code samples/hello.svg}), {@code render-pdf} ({@code samples/hello.pdf}), {@code clones}
+ * (as above: every architecture's image gets templates, adr/0012), {@code stop},
  * {@code nothing-left}.
  *
  * <p>The first failed step ends the gate (the next architecture is not booted), after its
@@ -178,7 +179,7 @@ public final class HostGate implements ReleaseGate {
                                         Reliability.resource("warmup/hello.svg"))))
                                 && step("render-pdf", () -> render("hello.pdf", RenderRequest.pdf(
                                         Reliability.resource("warmup/hello.pdf")))))
-                        && (!full || step("clones", this::clonesFromTemplate))
+                        && step("clones", this::clonesFromTemplate)
                         && step("stop", this::stop);
             } catch (IOException e) {
                 steps.add(ReleaseStep.failed(arch.id() + ":boot", 0, "cannot create the gate's state directory: " + e));

@@ -160,7 +160,7 @@ public final class ImageSbom {
         Component c = new Component();
         c.setType(switch (e.role()) {
             case KERNEL -> Component.Type.OPERATING_SYSTEM;
-            case BUSYBOX, RUNSC -> Component.Type.APPLICATION;
+            case BUSYBOX, RUNSC, PERL -> Component.Type.APPLICATION;
             case JDK -> Component.Type.FRAMEWORK;
             case LIBRARY, FONTS -> Component.Type.LIBRARY;
         });

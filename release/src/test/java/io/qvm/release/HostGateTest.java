@@ -50,7 +50,7 @@ class HostGateTest {
         GateResult r = gate(host, Set.of()).run(staged(Arch.X86_64), line -> { });
 
         assertTrue(r.ok(), r.steps().toString());
-        assertEquals(List.of("x86_64:boot", "x86_64:handshake", "x86_64:render-svg", "x86_64:render-pdf", "x86_64:stop",
+        assertEquals(List.of("x86_64:boot", "x86_64:handshake", "x86_64:render-svg", "x86_64:render-pdf", "x86_64:clones", "x86_64:stop",
                 "x86_64:nothing-left"), r.steps().stream().map(ReleaseStep::name).toList());
         GateResult.Boot boot = r.boot(Arch.X86_64).orElseThrow();
         assertEquals("tcg", boot.accelerator());
@@ -59,7 +59,7 @@ class HostGateTest {
         assertTrue(boot.readyMillis() > 0);
         assertTrue(r.steps().get(2).evidence().startsWith("hello.svg → 64x48 PNG"), r.steps().get(2).evidence());
         assertTrue(r.steps().get(1).evidence().contains("STATUS"), r.steps().get(1).evidence());
-        assertEquals(1, host.boots());
+        assertEquals(4, host.boots(), "the cold boot, the template VM and two clones");
         assertAllGone(host);
     }
 

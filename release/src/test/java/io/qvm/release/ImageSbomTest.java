@@ -43,7 +43,7 @@ class ImageSbomTest {
                 entries.stream().map(e -> new ImageManifest.Input(e.name(), e.role().id(), e.suite(), e.version(),
                         e.architecture(), e.sha256())).toList(),
                 List.of(new ImageManifest.Output("initramfs.cpio.gz", "a".repeat(64), 10),
-                        new ImageManifest.Output("vmlinuz", "b".repeat(64), 20)), null, null);
+                        new ImageManifest.Output("vmlinuz", "b".repeat(64), 20)), null, null, true);
     }
 
     static ImageSbom.Inputs inputs(Arch arch, boolean workerWithoutSha) {

@@ -94,7 +94,7 @@ public final class SyntheticImages implements ImageFactory {
             new ImageManifest(ImageManifest.FORMAT, arch.id(), arch.debian(), arch.console(),
                     new ImageManifest.Kernel("6.1.0-synthetic", "linux-image-synthetic", List.of()), null, null, true,
                     new ImageManifest.WorkerJar(OciConfig.WORKER_JAR, Sha256.of(workerJar), workerJar.length), null, 0,
-                    inputs, outputs, null, null).write(dir.resolve(ImageDirectory.MANIFEST));
+                    inputs, outputs, null, null, true).write(dir.resolve(ImageDirectory.MANIFEST));
             StringBuilder sums = new StringBuilder();
             for (String f : ImageDirectory.FILES) {
                 String h = broken.contains(arch) && f.equals(ImageDirectory.KERNEL) ? "0".repeat(64)

@@ -38,7 +38,7 @@ class WorkerBomTest {
         ImageManifest m = Release.readManifest(dir);
         ImageManifest other = new ImageManifest(m.format(), m.arch(), m.debianArch(), m.console(), m.kernel(), m.runsc(),
                 m.jre(), m.reproducible(), new ImageManifest.WorkerJar(m.workerJar().path(), "f".repeat(64), 1),
-                m.fixedLimits(), m.sourceDateEpoch(), m.inputs(), m.outputs(), m.transports(), m.recipeSha256());
+                m.fixedLimits(), m.sourceDateEpoch(), m.inputs(), m.outputs(), m.transports(), m.recipeSha256(), m.crngReseed());
         ReleaseException e = assertThrows(ReleaseException.class, () -> WorkerBom.fromImage(dir, other));
         assertTrue(e.getMessage().contains("manifest.json says " + "f".repeat(64)), e.getMessage());
     }

@@ -35,11 +35,14 @@ import java.util.function.Predicate;
  * <ol>
  * <li>{@code state-loaded}: the template's device state loaded ({@code migrate-incoming fd:0});
  * <li>{@code resumed}: {@code cont};
- * <li>{@code clock-set}: the guest init sets the wall clock from the host and reports that the
- *     kernel reseeded its random generator after the VM fork (vmgenid); none refuses the
- *     template, since all its clones would share randomness;
- * <li>{@code worker-ready}: a fresh HELLO with a new nonce answered (sent while the init sets the
- *     clock: the worker's answer depends on neither);
+ * <li>{@code clock-set}: the guest init sets the wall clock from the host, mixes a fresh seed of
+ *     the host's into the guest kernel's input pool and reseeds its CRNG (an image with
+ *     {@code crng_reseed}), and reports that, and, on a machine with a vmgenid device, that the
+ *     kernel reseeded by itself after the VM fork. A reseed missing refuses the template, since
+ *     all its clones would share randomness (adr/0006, adr/0012);
+ * <li>{@code worker-ready}: a fresh HELLO with a new nonce answered. Sent only after the reseed:
+ *     the worker drains gVisor's entropy buffer on HELLO, and what refills it must come from
+ *     the reseeded CRNG;
  * <li>{@code status-checked}: STATUS until the worker's clock is within {@link #CLOCK_SETTLED}
  *     of the host's (for at most {@link #CLOCK_WAIT}), then judged: off by more than
  *     {@link #MAX_CLOCK_SKEW}, or random bytes an earlier clone reported, refuse the clone.
@@ -52,6 +55,9 @@ public final class CloneRestore {
 
     static final Duration CLOCK_SETTLED = Duration.ofMillis(500);
     static final Duration CLOCK_WAIT = Duration.ofSeconds(30);
+    /** A skew that moved less than {@link #CLOCK_STEADY_DRIFT} over this long is where the clock will stay. */
+    static final Duration CLOCK_STEADY = Duration.ofSeconds(1);
+    static final Duration CLOCK_STEADY_DRIFT = Duration.ofMillis(100);
 
     /** A restored worker whose clock is further off than this from the host's is refused. */
     public static final Duration MAX_CLOCK_SKEW = Duration.ofSeconds(2);
@@ -79,6 +85,12 @@ public final class CloneRestore {
             phases.put("state-loaded", Deadlines.since(startNanos));
             p.qmp().cont();
             phases.put("resumed", Deadlines.since(startNanos));
+            boolean hostSeed = target.image().manifest().crngReseed();
+            GuestControl.Restored r = p.control().restore(Instant.now(),
+                    hostSeed ? Optional.of(GuestControl.freshSeed()) : Optional.empty(),
+                    Deadlines.remaining(deadline, Duration.ofSeconds(20)));
+            phases.put("clock-set", Deadlines.since(startNanos));
+            checkReseed(r, p.vmgenid(), hostSeed);
             Hello hello = Hello.fresh(VmStart.limits(config));
             Duration helloDeadline = Deadlines.remaining(deadline);
             CompletableFuture<Ready> handshake = CompletableFuture.supplyAsync(() -> {
@@ -88,22 +100,13 @@ public final class CloneRestore {
                     throw new CompletionException(e);
                 }
             });
-            GuestControl.Restored r = p.control().restore(Instant.now(),
-                    Deadlines.remaining(deadline, Duration.ofSeconds(20)));
-            phases.put("clock-set", Deadlines.since(startNanos));
-            if (r.forks() < 1) {
-                handshake.cancel(true);
-                throw new TemplateException("the guest kernel did not reseed its random generator after the restore "
-                        + "(no 'crng reseeded due to virtual machine fork' within the init's wait): clones would share "
-                        + "randomness");
-            }
             Ready ready = awaitReady(handshake, deadline);
             phases.put("worker-ready", Deadlines.since(startNanos));
             WorkerStatus status = awaitClock(p.transport(), deadline);
             phases.put("status-checked", Deadlines.since(startNanos));
             check(template, status, freshRandom);
             QemuSandbox done = p.toSandbox(new BootReport(target.accel().accelerator().qemuName(), p.machine(),
-                    p.transport().kind(), phases, notes(earlier, target, template, ready, status),
+                    p.transport().kind(), phases, notes(earlier, target, template, ready, status, r),
                     Optional.of(template.id())));
             p.say("restored from template " + template.id() + " in " + phases.get("worker-ready").toMillis() + " ms");
             return done;
@@ -116,6 +119,27 @@ public final class CloneRestore {
                 Thread.currentThread().interrupt();
             }
             throw p.fail(e);
+        }
+    }
+
+    /**
+     * Every reseed the clone's machine and image allow must have happened: the kernel's own
+     * (vmgenid) where the machine has the device, the host's seed where the image's init takes
+     * one, and at least one of them at all.
+     */
+    static void checkReseed(GuestControl.Restored r, boolean vmgenid, boolean hostSeed) {
+        if (vmgenid && r.forks() < 1) {
+            throw new TemplateException("the guest kernel did not reseed its random generator after the restore "
+                    + "(no 'crng reseeded due to virtual machine fork' within the init's wait): clones would share "
+                    + "randomness");
+        }
+        if (hostSeed && !r.reseeded()) {
+            throw new TemplateException("the guest init could not reseed the kernel's random generator from the "
+                    + "host's seed (RNDADDENTROPY/RNDRESEEDCRNG through perl failed): clones would share randomness");
+        }
+        if (!vmgenid && !hostSeed) {
+            throw new TemplateException("neither a vmgenid device nor the image's init reseeds a clone's random "
+                    + "generator: clones would share randomness");
         }
     }
 
@@ -137,12 +161,14 @@ public final class CloneRestore {
     }
 
     private static List<String> notes(List<String> earlier, VmStart.Target target, Template template, Ready ready,
-            WorkerStatus status) {
+            WorkerStatus status, GuestControl.Restored r) {
         List<String> notes = new ArrayList<>(earlier);
         target.accel().warning().ifPresent(notes::add);
+        String reseeds = r.forks() > 0 && r.reseeded() ? "vmgenid and the host's seed"
+                : r.reseeded() ? "the host's seed" : "vmgenid";
         notes.add("restored from template " + template.id() + " (" + template.mode().id() + "); worker clock "
                 + (status.wallClockMillis() - System.currentTimeMillis()) + " ms from the host's, random bytes of "
-                + "its own");
+                + "its own (CRNG reseeded by " + reseeds + ")");
         notes.add("worker " + ready.version() + " capabilities " + ready.capabilities());
         return notes;
     }
@@ -171,16 +197,30 @@ public final class CloneRestore {
      * later on a quiet host — and more than 5 s later on a host loaded 8× over its cores, where
      * clones were refused (2.5–12.6 s off) and each fell back to a cold boot. So it waits up to
      * 30 s (within the restore's deadline) for the clock to settle; the guarantee, a clock within
-     * {@link #MAX_CLOCK_SKEW}, is unchanged. The last status is returned either way; {@link #check}
+     * {@link #MAX_CLOCK_SKEW}, is unchanged. It stops waiting early for a clock within
+     * {@link #MAX_CLOCK_SKEW} whose skew stayed put (within {@link #CLOCK_STEADY_DRIFT}) for
+     * {@link #CLOCK_STEADY}: that is the guest kernel's own clock, which the init set in whole
+     * seconds and late by the time a freshly restored guest under TCG takes to run
+     * {@code date} (0.5–1 s measured for aarch64: every clone then waited the whole 30 s), and
+     * waiting longer changes nothing. The last status is returned either way; {@link #check}
      * judges it.
      */
     private static WorkerStatus awaitClock(SandboxTransport transport, long deadline) throws InterruptedException,
             ExecutionException, TimeoutException {
         long until = System.nanoTime() + CLOCK_WAIT.toNanos();
+        long steadySince = 0;
+        long steadySkew = Long.MIN_VALUE;
         while (true) {
             WorkerStatus st = QemuSandbox.status(transport, Deadlines.remaining(deadline, Duration.ofSeconds(20)));
-            long skew = Math.abs(st.wallClockMillis() - System.currentTimeMillis());
-            if (skew <= CLOCK_SETTLED.toMillis() || System.nanoTime() > until) {
+            long now = System.nanoTime();
+            long signed = st.wallClockMillis() - System.currentTimeMillis();
+            long skew = Math.abs(signed);
+            if (steadySkew == Long.MIN_VALUE || Math.abs(signed - steadySkew) > CLOCK_STEADY_DRIFT.toMillis()) {
+                steadySkew = signed;
+                steadySince = now;
+            }
+            boolean steady = skew <= MAX_CLOCK_SKEW.toMillis() && now - steadySince >= CLOCK_STEADY.toNanos();
+            if (skew <= CLOCK_SETTLED.toMillis() || steady || now > until) {
                 return st;
             }
             Thread.sleep(100);

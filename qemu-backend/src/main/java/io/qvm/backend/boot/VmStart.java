@@ -175,6 +175,7 @@ public final class VmStart {
                 .host(h.os(), h.arch()).guestArch(target.image().arch()).accelerator(accel.accelerator())
                 .qemu(target.qemu()).config(config)
                 .image(target.image().kernel(), target.image().initrd())
+                .guestReseed(target.image().manifest().crngReseed())
                 .qmpSocket(sockets.qmp()).consoleLog(state.consoleLog()).eventsLog(state.eventsLog()).pidFile(state.pidFile())
                 .controlSocket(sockets.control()).transport(guestTransport).role(role)
                 .runAs(ctx.runAs().map(QemuUser.Account::name)).build();
@@ -323,6 +324,11 @@ public final class VmStart {
 
     String machine() {
         return profile.machine().split(",")[0];
+    }
+
+    /** Whether the machine has a vmgenid device (its guest kernel reseeds by itself on a restore). */
+    boolean vmgenid() {
+        return profile.vmgenid();
     }
 
     void say(String line) {

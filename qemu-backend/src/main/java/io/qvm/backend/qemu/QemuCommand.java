@@ -96,10 +96,11 @@ public final class QemuCommand {
         QemuCapabilities caps = in.capabilities();
         MachineProfile p = MachineProfile.select(in.hostOs(), in.hostArch(), in.guestArch(), in.accelerator(),
                 in.qemuVersion(), templated, caps);
-        if (templated && !p.vmgenid()) {
+        if (templated && !p.vmgenid() && !in.guestReseed()) {
             throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "machine " + p.machine() + " (" + in.guestArch().qemuName()
                     + " guest) has no vmgenid device" + (caps.hasDevice("vmgenid") ? "" : " (-device help does not "
-                    + "list it)") + ", so clones of a template would share the guest's random "
+                    + "list it)") + " and the image's init cannot reseed the guest's CRNG (its manifest has no "
+                    + "crng_reseed: rebuild the image), so clones of a template would share the guest's random "
                     + "state: it cannot be used as a template");
         }
         if (role.ramFile().isPresent() && !caps.hasObject(MEMORY_BACKEND_FILE)) {
@@ -144,7 +145,7 @@ public final class QemuCommand {
         }
         add(a, "-action", in.qemuVersion().atLeast(7, 1) ? "panic=exit-failure" : "panic=shutdown");
         p.pvpanic().ifPresent(d -> add(a, "-device", d));
-        if (templated) {
+        if (templated && p.vmgenid()) {
             add(a, "-device", "vmgenid,guid=auto");
         }
         String bus = p.mmio() ? "device" : "pci";

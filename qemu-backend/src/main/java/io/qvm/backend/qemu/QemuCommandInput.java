@@ -38,11 +38,14 @@ import java.util.Optional;
  * @param runAs       the unprivileged user QEMU drops to after its setup, when the host process is
  *                    root ({@code io.qvm.backend.process.QemuUser}); empty: QEMU keeps the host
  *                    process's (unprivileged) user
+ * @param guestReseed whether the image's init reseeds the guest kernel's CRNG from a seed the host
+ *                    sends when a clone is restored (its manifest's {@code crng_reseed}; adr/0012):
+ *                    then a machine without a vmgenid device can be a template too
  */
 public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
         QemuVersion qemuVersion, Path qemuBinary, QemuCapabilities capabilities, SandboxConfig config, Path kernel, Path initrd, Path qmpSocket,
         Path consoleLog, Path eventsLog, Path pidFile, GuestTransport transport, Path controlSocket, VmRole role,
-        Optional<String> runAs) {
+        Optional<String> runAs, boolean guestReseed) {
 
     public QemuCommandInput {
         Objects.requireNonNull(hostOs, "hostOs");
@@ -69,7 +72,7 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
     public QemuCommandInput withRole(VmRole newRole) {
         return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, capabilities,
                 config, kernel,
-                initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, newRole, runAs);
+                initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, newRole, runAs, guestReseed);
     }
 
     /** A builder; every field must be set. */
@@ -97,6 +100,7 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
         private Path controlSocket;
         private VmRole role = VmRole.cold();
         private Optional<String> runAs = Optional.empty();
+        private boolean guestReseed;
 
         private Builder() {
         }
@@ -188,10 +192,17 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
             return this;
         }
 
+        /** Default: false (an image whose init cannot reseed: only a machine with vmgenid can be a template). */
+        public Builder guestReseed(boolean reseeds) {
+            this.guestReseed = reseeds;
+            return this;
+        }
+
         /** @throws NullPointerException naming the first missing field */
         public QemuCommandInput build() {
             return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, capabilities,
-                    config, kernel, initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, role, runAs);
+                    config, kernel, initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, role, runAs,
+                    guestReseed);
         }
     }
 }

@@ -16,8 +16,9 @@ import java.util.Objects;
  *     feature support, dirty memory tracking support, and XSAVE/XRSTOR support",
  *     {@code target/i386/whpx/whpx-all.c} — so no state can be saved; decided by the accelerator,
  *     read from QEMU's sources, untested on a real Windows host), a machine without a vmgenid
- *     device (clones would share randomness), or vsock (clones talk over virtio-serial). Every
- *     sandbox cold-boots.</li>
+ *     device with an image whose init cannot reseed the CRNG from the host (clones would share
+ *     randomness; adr/0012), or vsock (clones talk over virtio-serial). Every sandbox
+ *     cold-boots.</li>
  * <li>{@link Level#FULL}: no {@code memory-backend-file} in this build (QEMU builds it on POSIX
  *     hosts only: Windows), or a QEMU older than {@link QemuCommand#READONLY_RAM_FILE} (a clone
  *     would open the shared RAM file read-write).</li>
@@ -60,11 +61,12 @@ public record TemplateSupport(Level level, String reason) {
         } catch (HostSetupException e) {
             return new TemplateSupport(Level.NONE, e.getMessage());
         }
-        if (!p.vmgenid()) {
+        if (!p.vmgenid() && !in.guestReseed()) {
             return new TemplateSupport(Level.NONE, "machine " + p.machine().split(",")[0] + " of a "
                     + in.guestArch().qemuName() + " guest has no vmgenid device"
                     + (in.capabilities().hasDevice("vmgenid") ? "" : " (-device help does not list it)")
-                    + ", so clones would share the guest's randomness");
+                    + " and the image's init cannot reseed the guest's CRNG from the host (no crng_reseed in its "
+                    + "manifest: rebuild the image), so clones would share the guest's randomness");
         }
         if (!in.capabilities().hasObject(QemuCommand.MEMORY_BACKEND_FILE)) {
             return new TemplateSupport(Level.FULL, "this QEMU has no " + QemuCommand.MEMORY_BACKEND_FILE

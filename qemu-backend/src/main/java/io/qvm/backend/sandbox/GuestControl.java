@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.HexFormat;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -28,8 +29,8 @@ import java.util.regex.Pattern;
  * ASCII line each way, the words of {@link ControlProtocol} (docs/CONTRACTS.md):
  *
  * <pre>
- *   host → init   restore &lt;epochSeconds&gt; &lt;token&gt;     set the wall clock, wait for the CRNG reseed
- *   init → host   restored &lt;token&gt; clock=&lt;s&gt; forks=&lt;n&gt;
+ *   host → init   restore &lt;epochSeconds&gt; &lt;token&gt; [&lt;seed&gt;]  set the wall clock, reseed the CRNG
+ *   init → host   restored &lt;token&gt; clock=&lt;s&gt; forks=&lt;n&gt; [reseeded=&lt;0|1&gt;]
  *   host → init   ping &lt;token&gt;                        channel check
  *   init → host   pong &lt;token&gt;
  *   init → host   error &lt;token|-&gt; &lt;reason&gt;
@@ -68,9 +69,12 @@ public final class GuestControl implements AutoCloseable {
      *
      * @param guestEpochSeconds the guest's wall clock right after it was set
      * @param forks             how many times the guest kernel logged "crng reseeded due to
-     *                          virtual machine fork" (0: it did not reseed within the init's wait)
+     *                          virtual machine fork" (0: it did not reseed within the init's wait,
+     *                          or the machine has no vmgenid device)
+     * @param reseeded          whether the init reseeded the CRNG from the host's seed (false when
+     *                          none was sent, or from an init that does not say)
      */
-    public record Restored(long guestEpochSeconds, int forks) {
+    public record Restored(long guestEpochSeconds, int forks, boolean reseeded) {
     }
 
     /**
@@ -104,16 +108,34 @@ public final class GuestControl implements AutoCloseable {
 
     /**
      * Sets the guest's wall clock to {@code now} (whole seconds, rounded to the nearest, so the
-     * guest is within half a second plus the command's transit) and waits for the init's answer,
-     * which comes once the guest kernel reseeded its CRNG or the init gave up waiting for it.
+     * guest is within half a second plus the command's transit), has the init reseed the guest
+     * kernel's CRNG from {@code seed} if given ({@value ControlProtocol#SEED_BYTES} bytes of the
+     * host's, never logged), and waits for the init's answer, which comes once that is done and
+     * the kernel's own vmgenid reseed, where the machine has one, came or was waited for.
      *
      * @throws IOException no matching answer within {@code timeout}, an error answer, or the port closed
      */
-    public Restored restore(Instant now, Duration timeout) throws IOException, InterruptedException {
+    public Restored restore(Instant now, Optional<byte[]> seed, Duration timeout) throws IOException,
+            InterruptedException {
         long seconds = now.plusMillis(500).getEpochSecond();
         String token = token();
-        Matcher m = await(ControlProtocol.RESTORE + " " + seconds + " " + token, token, RESTORED, timeout);
-        return new Restored(Long.parseLong(m.group(2)), Integer.parseInt(m.group(3)));
+        String command = ControlProtocol.RESTORE + " " + seconds + " " + token;
+        if (seed.isPresent()) {
+            if (seed.get().length != ControlProtocol.SEED_BYTES) {
+                throw new IllegalArgumentException("a seed is " + ControlProtocol.SEED_BYTES + " bytes, not "
+                        + seed.get().length);
+            }
+            command += " " + HexFormat.of().formatHex(seed.get());
+        }
+        Matcher m = await(command, token, RESTORED, timeout);
+        return new Restored(Long.parseLong(m.group(2)), Integer.parseInt(m.group(3)), "1".equals(m.group(4)));
+    }
+
+    /** {@value ControlProtocol#SEED_BYTES} fresh bytes of the host's strong random generator, for {@link #restore}. */
+    public static byte[] freshSeed() {
+        byte[] b = new byte[ControlProtocol.SEED_BYTES];
+        TOKENS.nextBytes(b);
+        return b;
     }
 
     /** Sends {@code ping} and waits for the matching {@code pong}. */

@@ -92,6 +92,7 @@ public record TemplateKey(SortedMap<String, String> inputs) {
             GuestImage image) {
         return b.image(Path.of("/qvm-image/" + image.kernel().getFileName()),
                         Path.of("/qvm-image/" + image.initrd().getFileName()))
+                .guestReseed(image.manifest().crngReseed())
                 .qmpSocket(P_DIR.resolve("qmp.sock")).consoleLog(P_DIR.resolve("console.log")).eventsLog(P_DIR.resolve("events.log"))
                 .pidFile(P_DIR.resolve("qemu.pid")).controlSocket(P_DIR.resolve("control.sock"))
                 .transport(new io.qvm.backend.qemu.GuestTransport.Serial(P_DIR.resolve("worker.sock")))

@@ -29,7 +29,8 @@ public final class TestImages {
         Files.writeString(dir.resolve(ImageDirectory.KERNEL), "kernel of " + tag);
         Files.writeString(dir.resolve(ImageDirectory.INITRAMFS), "initramfs of " + tag);
         Files.writeString(dir.resolve(ImageDirectory.MANIFEST), "{\"arch\": \"" + arch.id()
-                + "\", \"transports\": [\"serial\"], \"kernel\": {\"version\": \"6.1.0-" + tag + "\"}}\n");
+                + "\", \"transports\": [\"serial\"], \"kernel\": {\"version\": \"6.1.0-" + tag + "\"}, "
+                + "\"crng_reseed\": true}\n");
         sums(dir);
         return dir;
     }

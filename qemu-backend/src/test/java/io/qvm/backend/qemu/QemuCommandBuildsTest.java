@@ -43,22 +43,23 @@ class QemuCommandBuildsTest {
 
     @ParameterizedTest(name = "{0} {3}")
     @CsvSource({
-        // build,                               host OS, host arch, accelerator, -sandbox, root: drop option, template verdict
-        "debian-12-x86_64,                      LINUX,   X86_64,  KVM,  true,  -runas,    FULL",
-        "debian-12-aarch64,                     LINUX,   X86_64,  TCG,  true,  -runas,    NONE",
-        "debian-12-backports-x86_64,            LINUX,   X86_64,  KVM,  true,  -run-with, SHARED_RAM",
-        "debian-12-backports-aarch64,           LINUX,   X86_64,  TCG,  true,  -run-with, NONE",
-        "fedora-42-x86_64,                      LINUX,   X86_64,  KVM,  true,  -run-with, SHARED_RAM",
-        "ubuntu-22.04-x86_64,                   LINUX,   X86_64,  KVM,  true,  -runas,    FULL",
-        "ubuntu-24.04-x86_64,                   LINUX,   X86_64,  KVM,  true,  -runas,    SHARED_RAM",
-        "homebrew-macos-arm64-aarch64,          MACOS,   AARCH64, HVF,  false, -run-with, NONE",
-        "homebrew-macos-arm64-aarch64-qemu-6.2, MACOS,   AARCH64, HVF,  false, -runas,    NONE",
-        "homebrew-macos-arm64-x86_64,           MACOS,   AARCH64, TCG,  false, -run-with, SHARED_RAM",
-        "homebrew-macos-x86_64-x86_64,          MACOS,   X86_64,  HVF,  false, -run-with, SHARED_RAM",
-        "windows-x86_64,                        WINDOWS, X86_64,  WHPX, false, ,          NONE",
+        // build,                               host OS, host arch, accelerator, -sandbox, root: drop option,
+        //                                      template verdict (this image: its init reseeds), with an older image
+        "debian-12-x86_64,                      LINUX,   X86_64,  KVM,  true,  -runas,    FULL,       FULL",
+        "debian-12-aarch64,                     LINUX,   X86_64,  TCG,  true,  -runas,    FULL,       NONE",
+        "debian-12-backports-x86_64,            LINUX,   X86_64,  KVM,  true,  -run-with, SHARED_RAM, SHARED_RAM",
+        "debian-12-backports-aarch64,           LINUX,   X86_64,  TCG,  true,  -run-with, SHARED_RAM, NONE",
+        "fedora-42-x86_64,                      LINUX,   X86_64,  KVM,  true,  -run-with, SHARED_RAM, SHARED_RAM",
+        "ubuntu-22.04-x86_64,                   LINUX,   X86_64,  KVM,  true,  -runas,    FULL,       FULL",
+        "ubuntu-24.04-x86_64,                   LINUX,   X86_64,  KVM,  true,  -runas,    SHARED_RAM, SHARED_RAM",
+        "homebrew-macos-arm64-aarch64,          MACOS,   AARCH64, HVF,  false, -run-with, SHARED_RAM, NONE",
+        "homebrew-macos-arm64-aarch64-qemu-6.2, MACOS,   AARCH64, HVF,  false, -runas,    FULL,       NONE",
+        "homebrew-macos-arm64-x86_64,           MACOS,   AARCH64, TCG,  false, -run-with, SHARED_RAM, SHARED_RAM",
+        "homebrew-macos-x86_64-x86_64,          MACOS,   X86_64,  HVF,  false, -run-with, SHARED_RAM, SHARED_RAM",
+        "windows-x86_64,                        WINDOWS, X86_64,  WHPX, false, ,          NONE,       NONE",
     })
     void theArgvFollowsWhatTheBuildReports(String build, HostOs os, Arch host, Accelerator a, boolean seccomp,
-            String drop, TemplateSupport.Level verdict) {
+            String drop, TemplateSupport.Level verdict, TemplateSupport.Level olderImage) {
         QemuCapabilities caps = QemuBuilds.capabilities(build);
         List<String> argv = QemuCommand.build(on(build, os, host, a).build());
         assertEquals(seccomp, argv.contains("-sandbox"), build + ": " + argv);
@@ -78,12 +79,22 @@ class QemuCommandBuildsTest {
             List<String> root = QemuCommand.build(on(build, os, host, a).runAs(Optional.of("qvm")).build());
             assertTrue(root.contains(drop), build + ": " + root);
         }
-        TemplateSupport s = TemplateSupport.of(on(build, os, host, a).build());
+        TemplateSupport s = TemplateSupport.of(on(build, os, host, a).guestReseed(true).build());
         assertEquals(verdict, s.level(), build + ": " + s.reason());
+        TemplateSupport old = TemplateSupport.of(on(build, os, host, a).build());
+        assertEquals(olderImage, old.level(), build + ": " + old.reason());
         if (verdict != TemplateSupport.Level.NONE) {
-            List<String> template = QemuCommand.build(on(build, os, host, a).role(new VmRole.Template(
+            List<String> template = QemuCommand.build(on(build, os, host, a).guestReseed(true).role(new VmRole.Template(
                     verdict == TemplateSupport.Level.SHARED_RAM ? Optional.of(RAM) : Optional.empty())).build());
-            assertTrue(template.contains("vmgenid,guid=auto"), build);
+            // q35 announces vmgenid (the kernel reseeds by itself); virt has none, the init reseeds
+            assertEquals(QemuBuilds.guest(build) == Arch.X86_64, template.contains("vmgenid,guid=auto"), build);
+        }
+        if (olderImage == TemplateSupport.Level.NONE && verdict != TemplateSupport.Level.NONE) {
+            assertTrue(old.reason().contains("no vmgenid device") && old.reason().contains("rebuild the image"),
+                    old.reason());
+            HostSetupException e = assertThrows(HostSetupException.class, () -> QemuCommand.build(on(build, os, host,
+                    a).role(new VmRole.Template(Optional.empty())).build()));
+            assertTrue(e.getMessage().contains("crng_reseed"), e.getMessage());
         }
         for (String arg : argv) {
             assertFalse(arg.equals("-nic") || arg.equals("-netdev") || arg.equals("-net"), build + ": " + arg);
@@ -149,6 +160,15 @@ class QemuCommandBuildsTest {
         assertTrue(vmgenid.getMessage().contains("vmgenid"), vmgenid.getMessage());
         assertEquals(TemplateSupport.Level.NONE, TemplateSupport.of(on("debian-12-x86_64", HostOs.LINUX,
                 Arch.X86_64, Accelerator.TCG).capabilities(noSerial).build()).level());
+        // a q35 without the vmgenid device, with an image whose init reseeds: a template without the device
+        QemuCapabilities noVmgenid = new QemuCapabilities(debian.accelerators(), debian.machines(), debian.objects(),
+                debian.devices().stream().filter(d -> !d.equals("vmgenid")).collect(java.util.stream.Collectors.toSet()),
+                debian.machineOptions(), debian.commandLineOptions());
+        List<String> template = QemuCommand.build(on("debian-12-x86_64", HostOs.LINUX, Arch.X86_64, Accelerator.TCG)
+                .capabilities(noVmgenid).guestReseed(true).role(new VmRole.Template(Optional.empty())).build());
+        assertFalse(template.stream().anyMatch(x -> x.startsWith("vmgenid")), template::toString);
+        assertEquals(TemplateSupport.Level.FULL, TemplateSupport.of(on("debian-12-x86_64", HostOs.LINUX,
+                Arch.X86_64, Accelerator.TCG).capabilities(noVmgenid).guestReseed(true).build()).level());
         Map<String, Set<String>> options = new HashMap<>(debian.commandLineOptions());
         options.remove("action");
         HostSetupException action = assertThrows(HostSetupException.class, () -> QemuCommand.build(

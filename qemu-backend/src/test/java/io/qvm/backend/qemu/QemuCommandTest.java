@@ -240,7 +240,7 @@ class QemuCommandTest {
                         QemuVersion.of("7.0.0"), winOld.qemuBinary(), winOld.capabilities(), winOld.config(),
                         winOld.kernel(),
                         winOld.initrd(), winOld.qmpSocket(), winOld.consoleLog(), winOld.eventsLog(), winOld.pidFile(),
-                        winOld.transport(), winOld.controlSocket(), winOld.role(), winOld.runAs())));
+                        winOld.transport(), winOld.controlSocket(), winOld.role(), winOld.runAs(), false)));
         assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, w.problem());
         assertTrue(w.getMessage().contains("unix-socket chardevs"), w.getMessage());
         assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, assertThrows(HostSetupException.class, () -> QemuCommand.build(

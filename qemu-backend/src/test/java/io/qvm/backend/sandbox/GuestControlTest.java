@@ -1,10 +1,12 @@
 package io.qvm.backend.sandbox;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.qvm.protocol.image.ControlProtocol;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -20,6 +22,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -125,9 +128,10 @@ class GuestControlTest {
         }
     }
 
-    /** The token of a command line: its last word. */
+    /** The token of a command line: the second word of ping, the third of restore. */
     private static String token(String command) {
-        return command.substring(command.lastIndexOf(' ') + 1);
+        String[] w = command.split(" ");
+        return w[0].equals("restore") ? w[2] : w[w.length - 1];
     }
 
     private GuestControl connect(Function<String, List<String>> answer) throws Exception {
@@ -143,8 +147,8 @@ class GuestControlTest {
     @Test
     void restoreSendsTheClockAndReturnsWhatTheInitReported() throws Exception {
         connect(cmd -> List.of("restored " + token(cmd) + " clock=1893456001 forks=2"));
-        GuestControl.Restored r = control.restore(NOW, LONG);
-        assertEquals(new GuestControl.Restored(1893456001L, 2), r);
+        GuestControl.Restored r = control.restore(NOW, Optional.empty(), LONG);
+        assertEquals(new GuestControl.Restored(1893456001L, 2, false), r);
 
         String sent = init.received().get(0);
         String[] words = sent.split(" ");
@@ -155,9 +159,39 @@ class GuestControlTest {
     }
 
     @Test
+    void restoreWithASeedSendsItInHexAndReadsWhetherTheInitReseeded() throws Exception {
+        connect(cmd -> List.of("restored " + token(cmd) + " clock=1893456001 forks=0 reseeded=1"));
+        byte[] seed = GuestControl.freshSeed();
+        assertEquals(ControlProtocol.SEED_BYTES, seed.length);
+        GuestControl.Restored r = control.restore(NOW, Optional.of(seed), LONG);
+        assertEquals(new GuestControl.Restored(1893456001L, 0, true), r);
+        String[] words = init.received().get(0).split(" ");
+        assertEquals(4, words.length, init.received().toString());
+        assertEquals(java.util.HexFormat.of().formatHex(seed), words[3], "the seed, lower-case hex");
+        assertTrue(words[3].matches("[0-9a-f]{" + ControlProtocol.SEED_HEX_DIGITS + "}"), words[3]);
+        assertFalse(java.util.Arrays.equals(seed, GuestControl.freshSeed()), "every seed is fresh");
+    }
+
+    @Test
+    void anInitThatCouldNotReseedSaysSoAndAnOlderOneSaysNothing() throws Exception {
+        connect(cmd -> List.of(cmd.endsWith(token(cmd))
+                ? "restored " + token(cmd) + " clock=5 forks=1"
+                : "restored " + token(cmd) + " clock=5 forks=1 reseeded=0"));
+        assertFalse(control.restore(NOW, Optional.of(GuestControl.freshSeed()), LONG).reseeded());
+        assertEquals(new GuestControl.Restored(5, 1, false), control.restore(NOW, Optional.empty(), LONG));
+    }
+
+    @Test
+    void aSeedOfTheWrongSizeIsRefusedBeforeAnythingIsSent() throws Exception {
+        connect(cmd -> List.of("restored " + token(cmd) + " clock=5 forks=1 reseeded=1"));
+        assertThrows(IllegalArgumentException.class, () -> control.restore(NOW, Optional.of(new byte[16]), LONG));
+        assertEquals(List.of(), init.received());
+    }
+
+    @Test
     void restoreRoundsToTheNearestSecond() throws Exception {
         connect(cmd -> List.of("restored " + token(cmd) + " clock=1 forks=1"));
-        control.restore(Instant.parse("2030-01-01T00:00:00.400Z"), LONG);
+        control.restore(Instant.parse("2030-01-01T00:00:00.400Z"), Optional.empty(), LONG);
         assertEquals("1893456000", init.received().get(0).split(" ")[1]);
     }
 
@@ -166,7 +200,7 @@ class GuestControlTest {
         connect(cmd -> List.of(cmd.startsWith("ping") ? "pong " + token(cmd) : "restored " + token(cmd) + " clock=1 forks=1"));
         control.ping(LONG);
         control.ping(LONG);
-        control.restore(NOW, LONG);
+        control.restore(NOW, Optional.empty(), LONG);
         List<String> tokens = init.received().stream().map(GuestControlTest::token).distinct().toList();
         assertEquals(3, tokens.size(), init.received().toString());
     }
@@ -181,20 +215,20 @@ class GuestControlTest {
                 "qvm: phase=whatever",
                 "",
                 "restored " + token(cmd) + " clock=42 forks=1"));
-        assertEquals(new GuestControl.Restored(42, 1), control.restore(NOW, LONG));
+        assertEquals(new GuestControl.Restored(42, 1, false), control.restore(NOW, Optional.empty(), LONG));
     }
 
     @Test
     void anErrorWithTheTokenIsAnIOExceptionWithTheReason() throws Exception {
         connect(cmd -> List.of("error " + token(cmd) + " bad-command"));
-        IOException e = assertThrows(IOException.class, () -> control.restore(NOW, LONG));
+        IOException e = assertThrows(IOException.class, () -> control.restore(NOW, Optional.empty(), LONG));
         assertTrue(e.getMessage().contains("refused 'restore': bad-command"), e.getMessage());
     }
 
     @Test
     void noAnswerIsAnIOExceptionAfterTheTimeout() throws Exception {
         connect(cmd -> List.of());
-        IOException e = assertThrows(IOException.class, () -> control.restore(NOW, Duration.ofMillis(300)));
+        IOException e = assertThrows(IOException.class, () -> control.restore(NOW, Optional.empty(), Duration.ofMillis(300)));
         assertTrue(e.getMessage().contains("did not answer 'restore' within 300 ms"), e.getMessage());
         assertEquals(1, init.received().size());
     }
@@ -215,7 +249,7 @@ class GuestControlTest {
                 padded("restored " + token(cmd) + " clock=5 forks=9", GuestControl.MAX_LINE + 1),
                 "x".repeat(5000),
                 padded("restored " + token(cmd) + " clock=7 forks=1", GuestControl.MAX_LINE)));
-        assertEquals(new GuestControl.Restored(7, 1), control.restore(NOW, LONG));
+        assertEquals(new GuestControl.Restored(7, 1, false), control.restore(NOW, Optional.empty(), LONG));
     }
 
     @Test

@@ -9,8 +9,12 @@ import java.util.regex.Pattern;
  * {@code io.qvm.image.InitScript}).
  *
  * <pre>
- *   host → init   restore &lt;epochSeconds&gt; &lt;token&gt;     set the wall clock, wait for the CRNG reseed
- *   init → host   restored &lt;token&gt; clock=&lt;s&gt; forks=&lt;n&gt;
+ *   host → init   restore &lt;epochSeconds&gt; &lt;token&gt; [&lt;seed&gt;]   set the wall clock; with a seed
+ *                 (64 hex digits), mix it into the guest kernel's input pool (RNDADDENTROPY) and
+ *                 reseed its CRNG (RNDRESEEDCRNG); where the machine has a vmgenid device, wait
+ *                 for the kernel's own reseed too
+ *   init → host   restored &lt;token&gt; clock=&lt;s&gt; forks=&lt;n&gt; reseeded=&lt;0|1&gt;
+ *                 (an init of an image without {@code crng_reseed} answers without reseeded=)
  *   host → init   ping &lt;token&gt;                        channel check
  *   init → host   pong &lt;token&gt;
  *   init → host   error &lt;token|-&gt; bad-command|unknown-command
@@ -27,6 +31,12 @@ public final class ControlProtocol {
     public static final String CLOCK = "clock=";
     /** The field of {@link #RESTORED} before the number of vmgenid reseeds the guest kernel logged. */
     public static final String FORKS = "forks=";
+    /** The field of {@link #RESTORED} that says whether the init reseeded the CRNG from the host's seed (1) or not (0). */
+    public static final String RESEEDED = "reseeded=";
+    /** The bytes of the seed the host sends with {@link #RESTORE} (the CRNG's key size). */
+    public static final int SEED_BYTES = 32;
+    /** The seed in lower-case hex: this many digits. */
+    public static final int SEED_HEX_DIGITS = 2 * SEED_BYTES;
     /** In an {@link #ERROR} answer when the line had no valid token. */
     public static final String NO_TOKEN = "-";
     /** Error reason: a known command with bad arguments, an empty line, or a line too long. */
@@ -43,9 +53,10 @@ public final class ControlProtocol {
     private ControlProtocol() {
     }
 
-    /** The init's answer to {@link #RESTORE}: groups token, clock, forks. */
+    /** The init's answer to {@link #RESTORE}: groups token, clock, forks, reseeded (null from an older init). */
     public static Pattern restoredPattern() {
-        return Pattern.compile(RESTORED + " (" + TOKEN + ") " + CLOCK + "(\\d{1,18}) " + FORKS + "(\\d{1,9})");
+        return Pattern.compile(RESTORED + " (" + TOKEN + ") " + CLOCK + "(\\d{1,18}) " + FORKS + "(\\d{1,9})(?: "
+                + RESEEDED + "([01]))?");
     }
 
     /** The init's answer to {@link #PING}: group token. */
