@@ -77,7 +77,9 @@ class CloneE2ETest {
         SandboxConfig config = E2e.config().build();
         Template t = b.buildTemplate(config);
         E2e.log("template " + t.id() + " " + t.meta().mode() + " in " + t.dir());
-        twoClonesAtOnce(b, config, t, "q35", "CRNG reseeded by vmgenid and the host's seed");
+        boolean arm = b.guestArch() == Arch.AARCH64; // the host's own architecture
+        twoClonesAtOnce(b, config, t, arm ? "virt" : "q35",
+                arm ? "CRNG reseeded by the host's seed" : "CRNG reseeded by vmgenid and the host's seed");
     }
 
     /**
@@ -208,13 +210,14 @@ class CloneE2ETest {
     }
 
     /**
-     * Ten, not twenty as before issue 19: on QEMU 7.2 each clone now reads the template's whole RAM
-     * (full-state templates), seconds a clone under TCG; the reliability load runs the long series.
+     * Four (twenty before issue 19, ten before the suite outgrew its 40 minutes): enough for every
+     * request to show a clone of its own and the pool to recycle each; on QEMU 7.2 each clone reads
+     * the template's whole RAM (seconds under TCG). The reliability load runs the long series.
      */
-    private static final int DOCUMENTS = 10;
+    private static final int DOCUMENTS = 4;
 
     @Test
-    void aPerRequestPoolRendersTenDocumentsInTenClonesAndLeavesNothingRunning() throws Exception {
+    void aPerRequestPoolRendersEachDocumentInACloneOfItsOwnAndLeavesNothingRunning() throws Exception {
         QemuVmBackend b = backend();
         SandboxConfig config = E2e.config().build();
         b.buildTemplate(config);

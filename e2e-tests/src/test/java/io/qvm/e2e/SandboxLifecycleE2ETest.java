@@ -86,8 +86,8 @@ class SandboxLifecycleE2ETest {
         try {
             List<Future<Sandbox>> starting = new ArrayList<>();
             for (int i = 0; i < 3; i++) {
-                starting.add(pool.submit(() -> backend.start(E2e.config().memoryMib(768).vcpus(1)
-                        .bootTimeout(Duration.ofMinutes(12)).build())));
+                // the suite's config: clones of the suite's template, not a template of their own
+                starting.add(pool.submit(() -> backend.start(E2e.config().bootTimeout(Duration.ofMinutes(12)).build())));
             }
             List<Sandbox> sandboxes = new ArrayList<>();
             for (Future<Sandbox> f : starting) {

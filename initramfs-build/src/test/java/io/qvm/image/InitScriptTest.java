@@ -234,7 +234,7 @@ class InitScriptTest {
         try {
             assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
                 Files.writeString(dir.resolve("dmesg.txt"), "random: crng init done\n");
-                Files.writeString(dir.resolve("vmgenid"), "");
+                vmgenid(dir, true);
                 Path usleeps = dir.resolve("usleep.log");
                 String restored = sh.ask("restore 1700000000 t0");
                 assertEquals("restored t0 clock=1700000000 forks=0 reseeded=0", restored,
@@ -254,16 +254,16 @@ class InitScriptTest {
 
                 // with the host's seed: perl's two ioctls get it, and no vmgenid device means no wait
                 String seed = "0123456789abcdef".repeat(4);
-                Files.delete(dir.resolve("vmgenid"));
+                vmgenid(dir, false);
                 Files.writeString(dir.resolve("dmesg.txt"), "random: crng init done\n");
                 int looks = Files.readAllLines(usleeps).size();
                 assertEquals("restored s1 clock=1700000200 forks=0 reseeded=1", sh.ask("restore 1700000200 s1 " + seed));
-                assertEquals(List.of(seed), Files.readAllLines(dir.resolve("perl.log")), "the seed, as perl's argument");
+                assertEquals(List.of(seed), Files.readAllLines(dir.resolve("perl.log")), "the seed, on perl's stdin");
                 assertEquals(looks, Files.readAllLines(usleeps).size(), "no vmgenid device: nothing to wait for");
                 Files.writeString(dir.resolve("perl.rc"), "4"); // RNDRESEEDCRNG refused
                 assertEquals("restored s2 clock=1700000300 forks=0 reseeded=0", sh.ask("restore 1700000300 s2 " + seed));
                 Files.writeString(dir.resolve("perl.rc"), "0");
-                Files.writeString(dir.resolve("vmgenid"), "");
+                vmgenid(dir, true);
                 Files.writeString(dir.resolve("dmesg.txt"), "random: crng reseeded due to virtual machine fork\n");
                 assertEquals("restored s3 clock=1700000400 forks=1 reseeded=1", sh.ask("restore 1700000400 s3 " + seed),
                         "on a vmgenid machine both reseeds");
@@ -306,6 +306,45 @@ class InitScriptTest {
         } finally {
             sh.close();
         }
+    }
+
+    /**
+     * A fake ACPI device directory: with or without vmgenid's {@code QEMUVGID:00} (and another
+     * device beside it), which the init's real {@code control_vmgenid} lists (it runs under
+     * {@code set -f}: a glob would never match).
+     */
+    private static void vmgenid(Path dir, boolean present) throws IOException {
+        Path acpi = Files.createDirectories(dir.resolve("acpi"));
+        Files.createDirectories(acpi.resolve("PNP0A08:00"));
+        if (present) {
+            Files.createDirectories(acpi.resolve("QEMUVGID:00"));
+        } else {
+            Files.deleteIfExists(acpi.resolve("QEMUVGID:00"));
+        }
+    }
+
+    /**
+     * The init's real {@code control_reseed} with this host's perl: as root it reseeds this
+     * host's CRNG with a fresh seed (harmless: it only adds entropy) and succeeds, which proves
+     * the ioctl numbers and the {@code rand_pool_info} layout against a real kernel; as anyone
+     * else both ioctls need {@code CAP_SYS_ADMIN} and it ends with status 3 (RNDADDENTROPY refused).
+     */
+    @Test
+    void theRealReseedIssuesBothIoctlsThroughPerl(@TempDir Path dir) throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/bin/busybox")), "needs /bin/busybox");
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/perl")), "needs /usr/bin/perl");
+        Files.writeString(dir.resolve("control.sh"), controlBlock());
+        byte[] seed = new byte[ControlProtocol.SEED_BYTES];
+        new java.security.SecureRandom().nextBytes(seed);
+        ProcessBuilder pb = new ProcessBuilder("/bin/busybox", "sh", "-c", ". ./control.sh; control_reseed \"$1\"",
+                "sh", java.util.HexFormat.of().formatHex(seed)).directory(dir.toFile())
+                .redirectErrorStream(true);
+        pb.environment().put("PATH", "/usr/bin:/bin");
+        Process p = pb.start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        int status = p.waitFor();
+        boolean root = "root".equals(System.getProperty("user.name"));
+        assertEquals(root ? 0 : 3, status, "perl said: " + out);
     }
 
     /** End of input (the host end disconnected) is retried once a second, and a reconnect is served. */
@@ -376,9 +415,9 @@ class InitScriptTest {
                 "dmesg() { cat dmesg.txt; }",
                 "sleep() { echo \"$1\" >>sleep.log; command sleep \"$1\"; }",
                 "usleep() { echo \"$1\" >>usleep.log; command usleep \"$1\"; }",
-                "perl() { echo \"$3\" >>perl.log; return \"$(cat perl.rc)\"; }",
+                "perl() { cat >>perl.log; return \"$(cat perl.rc)\"; }",
                 ". ./control.sh",
-                "control_vmgenid() { [ -e vmgenid ]; }",
+                "ACPI_DEVICES=./acpi",
                 "type date | grep -q function || exit 97",
                 "[ -z \"$1\" ] || exec <\"$1\"",
                 "control_loop",

@@ -58,6 +58,8 @@ public final class CloneRestore {
     /** A skew that moved less than {@link #CLOCK_STEADY_DRIFT} over this long is where the clock will stay. */
     static final Duration CLOCK_STEADY = Duration.ofSeconds(1);
     static final Duration CLOCK_STEADY_DRIFT = Duration.ofMillis(100);
+    /** A steady skew is taken only this far inside {@link #MAX_CLOCK_SKEW}, so {@link #check}'s later look still passes. */
+    static final Duration CLOCK_STEADY_MAX = Duration.ofMillis(1500);
 
     /** A restored worker whose clock is further off than this from the host's is refused. */
     public static final Duration MAX_CLOCK_SKEW = Duration.ofSeconds(2);
@@ -198,8 +200,8 @@ public final class CloneRestore {
      * clones were refused (2.5–12.6 s off) and each fell back to a cold boot. So it waits up to
      * 30 s (within the restore's deadline) for the clock to settle; the guarantee, a clock within
      * {@link #MAX_CLOCK_SKEW}, is unchanged. It stops waiting early for a clock within
-     * {@link #MAX_CLOCK_SKEW} whose skew stayed put (within {@link #CLOCK_STEADY_DRIFT}) for
-     * {@link #CLOCK_STEADY}: that is the guest kernel's own clock, which the init set in whole
+     * {@link #CLOCK_STEADY_MAX} whose skew stayed put (within {@link #CLOCK_STEADY_DRIFT} of where
+     * it was {@link #CLOCK_STEADY} ago): that is the guest kernel's own clock, which the init set in whole
      * seconds and late by the time a freshly restored guest under TCG takes to run
      * {@code date} (0.5–1 s measured for aarch64: every clone then waited the whole 30 s), and
      * waiting longer changes nothing. The last status is returned either way; {@link #check}
@@ -219,7 +221,7 @@ public final class CloneRestore {
                 steadySkew = signed;
                 steadySince = now;
             }
-            boolean steady = skew <= MAX_CLOCK_SKEW.toMillis() && now - steadySince >= CLOCK_STEADY.toNanos();
+            boolean steady = skew <= CLOCK_STEADY_MAX.toMillis() && now - steadySince >= CLOCK_STEADY.toNanos();
             if (skew <= CLOCK_SETTLED.toMillis() || steady || now > until) {
                 return st;
             }
