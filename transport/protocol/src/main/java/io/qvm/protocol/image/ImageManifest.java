@@ -29,14 +29,15 @@ import java.util.Optional;
  *     that a change to either makes the next build rebuild the image; absent in older images
  * @param crngReseed whether the init reseeds the guest kernel's CRNG from a seed the host sends
  *     with {@code restore} (ControlProtocol; adr/0012); false in older images, whose clones rely
- *     on vmgenid alone
+ *     on vmgenid alone; written only when true
  */
 @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
 @JsonIgnoreProperties(ignoreUnknown = true)
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record ImageManifest(int format, String arch, String debianArch, String console, Kernel kernel, Runsc runsc,
         Jre jre, boolean reproducible, WorkerJar workerJar, FixedLimits fixedLimits, long sourceDateEpoch,
-        List<Input> inputs, List<Output> outputs, List<String> transports, String recipeSha256, boolean crngReseed) {
+        List<Input> inputs, List<Output> outputs, List<String> transports, String recipeSha256,
+        @JsonInclude(JsonInclude.Include.NON_DEFAULT) boolean crngReseed) {
 
     /** The format this record reads and writes. */
     public static final int FORMAT = 1;

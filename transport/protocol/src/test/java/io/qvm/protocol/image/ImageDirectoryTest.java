@@ -39,6 +39,7 @@ class ImageDirectoryTest {
         assertEquals(List.of("serial"), m.supportedTransports(), "no transports listed: serial only");
         assertEquals(2, m.outputFiles().size());
         assertTrue(m.fixedLimits().rlimitNofile() > 0);
+        assertTrue(m.crngReseed(), "the builder's init reseeds clones from the host's seed (adr/0012)");
     }
 
     @Test
@@ -48,6 +49,7 @@ class ImageDirectoryTest {
         assertEquals("{\n  \"format\" : 0,\n  \"arch\" : \"aarch64\",\n  \"reproducible\" : false,\n"
                 + "  \"source_date_epoch\" : 0,\n  \"transports\" : [\n    \"serial\",\n    \"vsock\"\n  ]\n}\n", m.toJson());
         assertTrue(ImageManifest.parse("{}").kernelVersion().isEmpty());
+        assertFalse(m.crngReseed(), "an older image's init cannot reseed; and false is not written");
     }
 
     /** An image directory as the builder leaves it, with real hashes. */
