@@ -1,0 +1,40 @@
+package io.qvm.bench;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.List;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/** {@code bench.md} of a cross-architecture run ({@code qvm bench --arch}): what was skipped says so. */
+@Tag("unit")
+class SummaryTest {
+
+    @Test
+    void aCrossArchitectureRunNamesItsGuestAndSaysWhatItSkipped() {
+        String why = "a aarch64 guest on a x86_64 host (emulated): qvm bench --arch measures boot, template, "
+                + "restore and the in-sandbox ways only";
+        ObjectNode r = JsonNodeFactory.instance.objectNode();
+        r.putObject("host").put("arch", "x86_64").put("guestArch", "aarch64").put("qemuVersion", "7.2.22")
+                .put("accelerator", "tcg").putObject("image").put("vmlinuz", "0123456789abcdef0123");
+        r.putObject("coldBoot").put("readyMillis", 128_428);
+        r.putObject("templateBuild").put("wallMillis", 120_000).put("mode", "full");
+        r.putObject("restore").putArray("readyMillis").add(5_011).add(5_331);
+        r.set("poolAcquire", Bench.skipped(why));
+        r.set("memory", Bench.skipped(why));
+        ObjectNode svg = r.putObject("render").putObject("svg");
+        svg.set("hostJvm", Bench.skipped(why));
+        svg.set("warmSandbox", Bench.series(List.of(300_000_000L, 400_000_000L, 500_000_000L)));
+
+        String md = Summary.markdown(r);
+        assertTrue(md.contains("guest aarch64"), md);
+        assertTrue(md.contains("| cold boot to READY | 128428 ms |"), md);
+        assertTrue(md.contains("[5011,5331] ms"), md);
+        assertTrue(md.contains("| host JVM, no isolation | skipped: " + why + " |"), md);
+        assertTrue(md.contains("## Host memory\n\nskipped: " + why), md);
+        assertFalse(md.contains("smaps_rollup"), "no memory table for a run that measured none: " + md);
+    }
+}
