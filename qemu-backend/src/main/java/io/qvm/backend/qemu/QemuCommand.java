@@ -96,12 +96,11 @@ public final class QemuCommand {
         QemuCapabilities caps = in.capabilities();
         MachineProfile p = MachineProfile.select(in.hostOs(), in.hostArch(), in.guestArch(), in.accelerator(),
                 in.qemuVersion(), templated, caps);
-        if (templated && !p.vmgenid() && !in.guestReseed()) {
-            throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "machine " + p.machine() + " (" + in.guestArch().qemuName()
-                    + " guest) has no vmgenid device" + (caps.hasDevice("vmgenid") ? "" : " (-device help does not "
-                    + "list it)") + " and the image's init cannot reseed the guest's CRNG (its manifest has no "
-                    + "crng_reseed: rebuild the image), so clones of a template would share the guest's random "
-                    + "state: it cannot be used as a template");
+        if (templated) {
+            clonesUnreseeded(p, in).ifPresent(why -> {
+                throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, why
+                        + ": it cannot be used as a template");
+            });
         }
         if (role.ramFile().isPresent() && !caps.hasObject(MEMORY_BACKEND_FILE)) {
             throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "this QEMU has no "
@@ -200,6 +199,22 @@ public final class QemuCommand {
             sb.append(",share=off,readonly=on,rom=off");
         }
         return sb.toString();
+    }
+
+    /**
+     * Why clones of a template of machine {@code p} would share the guest's randomness, if they
+     * would: the machine has no vmgenid device (the kernel's own reseed) and the image's init
+     * cannot reseed the CRNG from the host's seed either (adr/0012).
+     */
+    public static java.util.Optional<String> clonesUnreseeded(MachineProfile p, QemuCommandInput in) {
+        if (p.vmgenid() || in.guestReseed()) {
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.of("machine " + p.machine().split(",")[0] + " of a " + in.guestArch().qemuName()
+                + " guest has no vmgenid device" + (in.capabilities().hasDevice("vmgenid") ? ""
+                : " (-device help does not list it)") + " and the image's init cannot reseed the guest's CRNG from "
+                + "the host (no crng_reseed in its manifest: rebuild the image), so clones would share the guest's "
+                + "randomness");
     }
 
     /** The RAM backend a shared-RAM template and its clones need (POSIX builds only). */

@@ -61,12 +61,9 @@ public record TemplateSupport(Level level, String reason) {
         } catch (HostSetupException e) {
             return new TemplateSupport(Level.NONE, e.getMessage());
         }
-        if (!p.vmgenid() && !in.guestReseed()) {
-            return new TemplateSupport(Level.NONE, "machine " + p.machine().split(",")[0] + " of a "
-                    + in.guestArch().qemuName() + " guest has no vmgenid device"
-                    + (in.capabilities().hasDevice("vmgenid") ? "" : " (-device help does not list it)")
-                    + " and the image's init cannot reseed the guest's CRNG from the host (no crng_reseed in its "
-                    + "manifest: rebuild the image), so clones would share the guest's randomness");
+        java.util.Optional<String> unreseeded = QemuCommand.clonesUnreseeded(p, in);
+        if (unreseeded.isPresent()) {
+            return new TemplateSupport(Level.NONE, unreseeded.get());
         }
         if (!in.capabilities().hasObject(QemuCommand.MEMORY_BACKEND_FILE)) {
             return new TemplateSupport(Level.FULL, "this QEMU has no " + QemuCommand.MEMORY_BACKEND_FILE
