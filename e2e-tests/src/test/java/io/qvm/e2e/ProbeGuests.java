@@ -41,8 +41,13 @@ final class ProbeGuests {
 
     /** An x86_64 image in {@code dir} whose worker is {@code mainClass} of {@code io.qvm.probe}. */
     static ImageBuilder.Result image(Path dir, Class<?> mainClass) throws IOException {
+        return image(dir, mainClass, Arch.X86_64);
+    }
+
+    /** An image of {@code arch} in {@code dir} whose worker is {@code mainClass} of {@code io.qvm.probe}. */
+    static ImageBuilder.Result image(Path dir, Class<?> mainClass, Arch arch) throws IOException {
         Path jar = E2e.packageWorkerJar(dir.resolve("worker.jar"), mainClass);
-        return ImageBuilder.builder().arch(Arch.X86_64).outDir(dir.resolve("image")).workerJar(jar)
+        return ImageBuilder.builder().arch(arch).outDir(dir.resolve("image")).workerJar(jar)
                 .workerLock(E2e.NO_DEPENDENCIES).progress(l -> E2e.log("[" + mainClass.getSimpleName() + " image] " + l)).build().run();
     }
 
@@ -78,8 +83,13 @@ final class ProbeGuests {
 
     /** The sandbox argv for {@code image} with its files and sockets in {@code run}. */
     static List<String> argv(HostInfo host, QemuInstallation qemu, ImageBuilder.Result image, Path run) {
+        return argv(host, qemu, image, run, Arch.X86_64);
+    }
+
+    /** {@link #argv(HostInfo, QemuInstallation, ImageBuilder.Result, Path)} for a guest of {@code guest}. */
+    static List<String> argv(HostInfo host, QemuInstallation qemu, ImageBuilder.Result image, Path run, Arch guest) {
         return QemuCommand.build(QemuCommandInput.builder().host(host.os(), host.arch())
-                .guestArch(Arch.X86_64).accelerator(Accelerator.TCG).qemu(qemu)
+                .guestArch(guest).accelerator(Accelerator.TCG).qemu(qemu)
                 .config(SandboxConfig.defaults())
                 .image(image.dir().resolve(ImageBuilder.VMLINUZ), image.dir().resolve(ImageBuilder.INITRAMFS))
                 .qmpSocket(run.resolve("qmp.sock")).consoleLog(run.resolve("console.log"))

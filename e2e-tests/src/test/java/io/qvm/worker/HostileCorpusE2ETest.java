@@ -30,6 +30,10 @@ import org.junit.jupiter.api.Timeout;
  * per case, retried in a fresh sandbox, never out of memory, always with the JVM's fatal-error
  * report on the console), one sandbox id throughout otherwise. Prints the time per case (no timing
  * assertions) and every crash's report. The host-side twin is {@code HostileCorpusTest} in renderer-worker.
+ *
+ * <p>The suite's run leaves out {@link #SLOW}: four cases of classes that keep other cases here,
+ * which took 97 s of the 181 s under TCG (2026-12-03). {@code HostileCorpusTest} runs them in
+ * every suite; {@code -Dqvm.hostileCorpus=all} runs them in the guest too (README, Testing).
  */
 @Tag("e2e")
 @Tag("qemu")
@@ -37,8 +41,35 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 30, unit = java.util.concurrent.TimeUnit.MINUTES)
 class HostileCorpusE2ETest {
 
+    /** Left out of the suite's run unless {@code qvm.hostileCorpus=all}: attack class/name. */
+    static final Set<String> SLOW = Set.of("pdf-decoded-stream/page-content-600mib",
+            "svg-data-svg-image/entities-across-the-tree", "pdf-smask-size/ordinary-smask-2000",
+            "svg-internal-entity/entity-nodes");
+
+    /** The cases of this run: all, or all but {@link #SLOW}; every attack class keeps a case. */
+    static List<HostileCase> cases(boolean all) {
+        List<HostileCase> cases = HostileCorpus.all().stream()
+                .filter(c -> all || !SLOW.contains(c.attackClass() + "/" + c.name())).toList();
+        Set<String> classes = new HashSet<>();
+        cases.forEach(c -> classes.add(c.attackClass()));
+        for (HostileCase c : HostileCorpus.all()) {
+            if (!classes.contains(c.attackClass())) {
+                throw new IllegalStateException("the suite's run would have no case of " + c.attackClass());
+            }
+        }
+        if (SLOW.stream().anyMatch(n -> HostileCorpus.all().stream().noneMatch(c -> n.equals(c.attackClass() + "/"
+                + c.name())))) {
+            throw new IllegalStateException("a name in SLOW is not in the corpus: " + SLOW);
+        }
+        return cases;
+    }
+
     @Test
     void everyCaseGetsItsOutcomeInOneSandbox() throws Exception {
+        boolean all = "all".equals(System.getProperty("qvm.hostileCorpus"));
+        List<HostileCase> cases = cases(all);
+        log((all ? "every case: " : "every case but the " + SLOW.size() + " slow ones (-Dqvm.hostileCorpus=all runs "
+                + "them): ") + cases.size() + " cases");
         Path state = Files.createTempDirectory("qvm-e2e-hostile");
         List<String> wrong = new ArrayList<>();
         List<String> lostTwice = new ArrayList<>();
@@ -52,7 +83,7 @@ class HostileCorpusE2ETest {
                         .bootTimeout(Duration.ofMinutes(6)).requestTimeout(Duration.ofMinutes(2)).build())
                         .maxSandboxes(1).minIdle(0).recycle(SandboxPool.Recycle.afterRequests(100_000)).build()) {
             pool.warmUp();
-            for (HostileCase c : HostileCorpus.all()) {
+            for (HostileCase c : cases) {
                 long t0 = System.nanoTime();
                 String got = attempt(pool, c, sandboxes, crashes);
                 if (got.equals(LOST)) {

@@ -19,6 +19,8 @@ import java.util.function.Consumer;
  *   $QVM_CACHE/extracted/&lt;sha256&gt;/         the data archive of each (as dpkg-deb -x writes it)
  *   $QVM_CACHE/extracted/&lt;sha256&gt;.done     written by this store once that directory is whole
  *   $QVM_CACHE/apt/&lt;release&gt;-&lt;arch&gt;/       private apt states of the lock refresh (Locker)
+ *   $QVM_CACHE/locks/&lt;sha256&gt;.deb|.tree    held while one build fetches or extracts that package
+ *                                      ({@link CacheLock}: across threads and processes)
  * </pre>
  * A cached .deb is re-hashed on every use; a wrong hash from the mirror is a
  * {@link PackageHashMismatchException} naming the package and both hashes. Nothing touches the
@@ -67,6 +69,10 @@ public final class PackageStore {
 
     /** The verified .deb of {@code e}, downloading it if the cache does not have it. */
     public Path deb(Arch arch, Entry e) {
+        return CacheLock.holding(cache.resolve("locks").resolve(e.sha256() + ".deb"), () -> debLocked(e));
+    }
+
+    private Path debLocked(Entry e) {
         Path target = cache.resolve("debs").resolve(e.sha256() + ".deb");
         if (Files.isRegularFile(target)) {
             String actual = Sha256.of(target);
@@ -101,6 +107,10 @@ public final class PackageStore {
      * verified {@code .deb}, never trusted for what it holds.
      */
     public Path extracted(Arch arch, Entry e) {
+        return CacheLock.holding(cache.resolve("locks").resolve(e.sha256() + ".tree"), () -> extractedLocked(arch, e));
+    }
+
+    private Path extractedLocked(Arch arch, Entry e) {
         Path dir = cache.resolve("extracted").resolve(e.sha256());
         Path done = cache.resolve("extracted").resolve(e.sha256() + ".done");
         if (Files.isDirectory(dir) && Files.isRegularFile(done)) {

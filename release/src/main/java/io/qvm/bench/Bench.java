@@ -133,11 +133,14 @@ public final class Bench {
             String crossSkip = "a " + cold.guestArch().qemuName() + " guest on a " + cold.host().arch().qemuName()
                     + " host (emulated): qvm bench --arch measures boot, template, restore and the in-sandbox ways only";
             step("cold boot to READY (no template)");
-            long t0 = System.nanoTime();
-            Sandbox warm = cold.start(config);
+            long[] t0 = new long[1];
+            Sandbox warm = booting("cold boot", () -> {
+                t0[0] = System.nanoTime();
+                return cold.start(config);
+            });
             try {
                 ObjectNode c = out.putObject("coldBoot");
-                c.put("wallMillis", millis(t0));
+                c.put("wallMillis", millis(t0[0]));
                 c.put("readyMillis", warm.bootReport().total().toMillis());
                 ObjectNode ph = c.putObject("phases");
                 warm.bootReport().phases().forEach((k, v) -> ph.put(k, v.toMillis()));
@@ -154,10 +157,13 @@ public final class Bench {
                 }
 
                 step("template build");
-                long tb = System.nanoTime();
-                Template t = clones.buildTemplate(config);
+                long[] tb = new long[1];
+                Template t = booting("template build", () -> {
+                    tb[0] = System.nanoTime();
+                    return clones.buildTemplate(config);
+                });
                 ObjectNode b = out.putObject("templateBuild");
-                b.put("wallMillis", millis(tb));
+                b.put("wallMillis", millis(tb[0]));
                 b.put("bootMillis", t.meta().bootMillis());
                 b.put("saveMillis", t.meta().saveMillis());
                 b.put("mode", t.meta().mode());
@@ -168,7 +174,7 @@ public final class Bench {
 
                 if (warm == null) {
                     step("a clone as the warm sandbox");
-                    warm = clones.start(config);
+                    warm = booting("the warm clone", () -> clones.start(config));
                     SandboxPool.warmUp(warm);
                 }
                 Sandbox w = warm;
@@ -210,6 +216,47 @@ public final class Bench {
         out.put("finished", Instant.now().toString());
         out.set("goals", Goals.evaluate(out));
         return out;
+    }
+
+    /** How many times a step that boots a VM is tried: emulated boots fail now and then (README, known problems). */
+    static final int BOOT_ATTEMPTS = 3;
+
+    private interface Boot<T> {
+        T start() throws Exception;
+    }
+
+    /**
+     * {@code boot}, tried up to {@link #BOOT_ATTEMPTS} times when the VM fails to boot; each
+     * failure is kept in {@code bootFailures} (bench.md lists them), and the figures come from the
+     * attempt that worked. Any other failure ends the bench at once.
+     */
+    private <T> T booting(String what, Boot<T> boot) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return boot.start();
+            } catch (io.qvm.SandboxException e) {
+                if (!bootFailure(e) || attempt >= BOOT_ATTEMPTS) {
+                    throw e;
+                }
+                String first = String.valueOf(e.getMessage()).lines().findFirst().orElse("");
+                ObjectNode f = out.withArray("bootFailures").addObject();
+                f.put("step", what);
+                f.put("attempt", attempt);
+                f.put("error", first);
+                o.progress().accept("bench: " + what + " failed to boot (attempt " + attempt + " of " + BOOT_ATTEMPTS
+                        + "): " + first + "; trying again");
+            }
+        }
+    }
+
+    /** Whether {@code e} is (or wraps, as a template build may) a VM that did not boot. */
+    static boolean bootFailure(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof io.qvm.BootFailedException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void step(String what) {

@@ -30,6 +30,13 @@ final class Summary {
                     .append(g.path("met").asBoolean() ? "yes" : "**no**").append(" | ")
                     .append(g.path("detail").asText()).append(" |\n");
         }
+        if (r.path("bootFailures").size() > 0) {
+            md.append("\nBoots that failed and were tried again (the figures come from the attempt that worked):\n\n");
+            for (JsonNode f : r.path("bootFailures")) {
+                md.append("- ").append(f.path("step").asText()).append(", attempt ").append(f.path("attempt").asInt())
+                        .append(": ").append(f.path("error").asText()).append("\n");
+            }
+        }
         md.append("\n## Boot, template, restore\n\n| what | figure |\n| --- | --- |\n");
         row(md, "cold boot to READY", r.path("coldBoot").path("readyMillis").asLong() + " ms");
         r.path("coldBoot").path("phases").fields().forEachRemaining(e ->

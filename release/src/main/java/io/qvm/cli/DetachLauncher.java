@@ -28,12 +28,15 @@ import java.util.concurrent.TimeUnit;
  * {@link RotatingLog}: 1 MiB, one {@code .1} kept), shows the supervisor's progress lines from that log
  * while it boots the sandbox, and returns once the supervisor wrote {@code ready.json} — see
  * {@link Launch} for the files. If the supervisor dies first, its {@code failed.json} (exit code
- * and message) and the log's tail are reported; if the deadline passes, the supervisor is stopped
- * (SIGTERM: its shutdown hook stops the sandbox) and the boot counts as failed.
+ * and message) and the log's tail are reported; if the deadline passes (or this command is
+ * interrupted), the supervisor is stopped by {@link #stopSupervisor} — asked through its launch
+ * directory, never by TerminateProcess — and the boot counts as failed.
  */
 final class DetachLauncher {
 
     private static final Duration POLL = Duration.ofMillis(200);
+    /** How long a supervisor asked to stop has to exit (and again after SIGTERM, on POSIX). */
+    static final Duration STOP_DEADLINE = Duration.ofSeconds(60);
 
     private final CliContext ctx;
     private final DirOptions dirs;
@@ -70,18 +73,21 @@ final class DetachLauncher {
         Thread hook = new Thread(() -> {
             synchronized (settled) {
                 if (!settled[0]) {
-                    p.destroy(); // the supervisor's own hook stops the sandbox
                     try {
-                        p.waitFor(60, TimeUnit.SECONDS);
+                        String how = stopSupervisor(p.toHandle(), launchDir, POSIX, STOP_DEADLINE);
+                        System.err.println("qvm: interrupted: " + how);
                     } catch (InterruptedException ignored) {
                         Thread.currentThread().interrupt();
                     }
-                    FileTrees.deleteQuietly(launchDir);
+                    if (!p.isAlive()) {
+                        FileTrees.deleteQuietly(launchDir);
+                    }
                 }
             }
         }, "qvm-detach-interrupt");
         Runtime.getRuntime().addShutdownHook(hook);
         Retry retry = Retry.until(wait, POLL, POLL, p::isAlive);
+        boolean[] stopped = {true}; // false: a supervisor that would not stop keeps its launch directory
         try (FileChannel logChannel = FileChannel.open(log, StandardOpenOption.READ)) {
             LineFollower follower = new LineFollower(logChannel);
             while (true) {
@@ -102,13 +108,10 @@ final class DetachLauncher {
                 }
                 if (retry.expired()) {
                     progress.done();
-                    p.destroy();
-                    boolean exited = p.waitFor(60, TimeUnit.SECONDS);
-                    if (!exited) {
-                        p.destroyForcibly();
-                    }
+                    String how = stopSupervisor(p.toHandle(), launchDir, POSIX, STOP_DEADLINE);
+                    stopped[0] = !p.isAlive();
                     throw new CliException(ExitCode.BOOT_FAILED, "BOOT_TIMEOUT", "the sandbox was not ready within "
-                            + wait.toSeconds() + " s; its supervisor was stopped. Supervisor log (tail):\n"
+                            + wait.toSeconds() + " s; " + how + ". Supervisor log (tail):\n"
                             + LogTail.tail(log, 4096), "raise --wait or --boot-timeout; qvm doctor checks the host",
                             null);
                 }
@@ -118,12 +121,80 @@ final class DetachLauncher {
             synchronized (settled) {
                 settled[0] = true;
             }
-            FileTrees.deleteQuietly(launchDir);
+            if (stopped[0]) {
+                FileTrees.deleteQuietly(launchDir);
+            }
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
             } catch (IllegalStateException shuttingDown) {
                 // the hook runs
             }
+        }
+    }
+
+    private static final boolean POSIX = !OwnerStop.windows(System.getProperty("os.name", ""));
+
+    /**
+     * Stops a detached supervisor that is not ready: writes {@link Launch#STOP} into its launch
+     * directory, which the supervisor watches ({@link Launch.StopWatch}) and answers by exiting,
+     * its shutdown hook stopping what it was booting. Should it have become ready meanwhile, it is
+     * stopped as {@code qvm down} stops a running one: GOODBYE on its control socket. Only on POSIX,
+     * and only after {@code deadline} without an exit, SIGTERM (the same hook) and then SIGKILL; on
+     * Windows it is never ended any other way, because {@link ProcessHandle#destroy()} there is
+     * TerminateProcess, which skips the hook and leaves its QEMU running.
+     *
+     * @param posix whether {@code destroy()} is SIGTERM here (false on Windows; a test's seam)
+     * @return what was done, for the message: "its supervisor (pid N) stopped …"
+     */
+    static String stopSupervisor(ProcessHandle p, Path launchDir, boolean posix, Duration deadline)
+            throws InterruptedException {
+        try {
+            Launch.requestStop(launchDir);
+        } catch (IOException gone) {
+            // no launch directory: the supervisor stops for that too (Launch.StopWatch)
+        }
+        boolean goodbye = false;
+        long end = System.nanoTime() + deadline.toNanos();
+        while (p.isAlive() && System.nanoTime() - end < 0) {
+            Optional<ReadyFile> ready = goodbye ? Optional.empty() : ReadyFile.read(launchDir);
+            if (ready.isPresent()) {
+                goodbye = true; // it got ready just as we gave up: stop it the way qvm down does
+                try (io.qvm.cli.control.ControlClient c = io.qvm.cli.control.ControlClient.connect(ready.get())) {
+                    c.goodbye(DownCommand.GOODBYE_DEADLINE);
+                } catch (IOException unanswered) {
+                    // wait for the deadline, then as below
+                }
+            }
+            waitForExit(p, POLL);
+        }
+        String how = goodbye ? "GOODBYE on its control socket (it became ready just then)"
+                : "a stop request in its launch directory";
+        if (!p.isAlive()) {
+            return "its supervisor (pid " + p.pid() + ") was stopped by " + how;
+        }
+        if (!posix) {
+            return "its supervisor (pid " + p.pid() + ") did not stop within " + deadline.toSeconds() + " s of "
+                    + how + ", and on Windows qvm ends it no other way (TerminateProcess would skip its shutdown "
+                    + "hook and leave its QEMU running): it stops by itself once it sees the request; else run qvm "
+                    + "down --all";
+        }
+        p.destroy(); // SIGTERM: the same shutdown hook
+        if (waitForExit(p, deadline)) {
+            return "its supervisor (pid " + p.pid() + ") did not stop within " + deadline.toSeconds() + " s of " + how
+                    + ", and was sent SIGTERM";
+        }
+        p.destroyForcibly();
+        waitForExit(p, deadline);
+        return "its supervisor (pid " + p.pid() + ") did not stop on " + how + " or SIGTERM and was killed; qvm down "
+                + "--all reaps what it left";
+    }
+
+    private static boolean waitForExit(ProcessHandle p, Duration wait) throws InterruptedException {
+        try {
+            p.onExit().get(wait.toNanos(), TimeUnit.NANOSECONDS);
+            return true;
+        } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
+            return !p.isAlive();
         }
     }
 

@@ -17,15 +17,25 @@ import java.nio.file.Path;
  *                        directory once it is up (the open file keeps being written)
  *       ready.json       a copy of the sandbox's ready.json: the parent's signal
  *       failed.json      {"exitCode", "code", "message"} when the supervisor failed before ready
+ *       stop             made by the parent that gave up waiting (its --wait passed, or it was
+ *                        interrupted): the supervisor, still booting, stops ({@link StopWatch})
  * </pre>
  *
  * The parent removes the directory once it has read ready.json or failed.json; a supervisor that
  * got ready removes it too when it exits (the parent may have died meanwhile).
+ *
+ * <p>The {@code stop} file is how a parent stops a supervisor that has no control socket yet, the
+ * same way on every host: never by {@link Process#destroy()} first, which on Windows is
+ * TerminateProcess and skips the supervisor's shutdown hook (its QEMU would keep running). A
+ * supervisor whose launch directory is gone before it is ready stops too: nobody waits for it.
  */
 final class Launch {
 
     static final String LOG = "supervisor.log";
     static final String FAILED = "failed.json";
+    static final String STOP = "stop";
+    /** How often a booting supervisor looks for {@link #STOP}. */
+    static final java.time.Duration STOP_POLL = java.time.Duration.ofMillis(200);
 
     private Launch() {
     }
@@ -48,4 +58,71 @@ final class Launch {
         return PrivateDirectory.createNew(dir(stateRoot, handle));
     }
 
+    /** Asks the supervisor of {@code launchDir} to stop (idempotent). */
+    static void requestStop(Path launchDir) throws IOException {
+        try {
+            java.nio.file.Files.createFile(launchDir.resolve(STOP));
+        } catch (java.nio.file.FileAlreadyExistsException already) {
+            // asked before
+        }
+    }
+
+    /**
+     * The supervisor's side: a daemon thread that runs {@code onStop} once, when {@link #STOP}
+     * appears in the launch directory or the directory is gone, until {@link #end()}. The
+     * supervisor's {@code onStop} exits the JVM, whose shutdown hook stops what is booting.
+     */
+    static final class StopWatch {
+        private final Path launchDir;
+        private final Thread thread;
+        private volatile boolean closed;
+        private volatile boolean fired;
+
+        private StopWatch(Path launchDir, Runnable onStop) {
+            this.launchDir = launchDir;
+            this.thread = new Thread(() -> {
+                try {
+                    while (!closed) {
+                        if (requested()) {
+                            synchronized (this) {
+                                if (closed) {
+                                    return;
+                                }
+                                fired = true;
+                            }
+                            onStop.run();
+                            return;
+                        }
+                        Thread.sleep(STOP_POLL.toMillis());
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }, "qvm-supervisor-stop-watch");
+            thread.setDaemon(true);
+        }
+
+        static StopWatch start(Path launchDir, Runnable onStop) {
+            StopWatch w = new StopWatch(launchDir, onStop);
+            w.thread.start();
+            return w;
+        }
+
+        /** Whether the parent asked for a stop (or is gone with the directory). */
+        boolean requested() {
+            return java.nio.file.Files.exists(launchDir.resolve(STOP)) || !java.nio.file.Files.isDirectory(launchDir);
+        }
+
+        /**
+         * Stops watching. Returns true when a stop was asked for all the same (before or right
+         * now): the caller must not go on to be ready.
+         */
+        boolean end() {
+            synchronized (this) {
+                closed = true;
+                thread.interrupt();
+                return fired || requested();
+            }
+        }
+    }
 }

@@ -166,6 +166,12 @@ final class UpCommand implements Callable<Integer> {
         Thread hook = new Thread(() -> hosted.shutdown(), "qvm-up-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         boolean ready = false;
+        // A detached supervisor's launcher that gives up asks it to stop through the launch
+        // directory (Launch): the exit runs the hook above, which stops what is booting.
+        Launch.StopWatch stopWatch = supervisor ? Launch.StopWatch.start(launchDir, () -> {
+            progress.line("the launcher stopped waiting (its --wait passed, or it was interrupted): stopping");
+            System.exit(ExitCode.BOOT_FAILED.code());
+        }) : null;
         try {
             hosted.backend = ctx.backend(dirs, progress::line).build();
             Session session = reuse ? startReused(hosted, config, stateRoot) : startFresh(hosted, config, stateRoot, progress);
@@ -175,6 +181,10 @@ final class UpCommand implements Callable<Integer> {
             hosted.server = ControlServer.start(ctl, session.target(),
                     new FrameLimits(FrameLimits.DEFAULT_HEADER_BYTES, (int) config.maxRequestBytes()),
                     line -> progress.line("session " + id + ": " + line));
+            if (stopWatch != null && stopWatch.end()) {
+                throw new CliException(ExitCode.BOOT_FAILED, "STOPPED", "the launcher stopped waiting before the "
+                        + "sandbox was ready", "raise --wait or --boot-timeout", null);
+            }
             Path supervisorLog = supervisor ? moveLog(launchDir, session.stateDir()) : null;
             ReadyFile readyFile = readyFile(session, config, ctl, supervisorLog, supervisor, idle, lifetime);
             readyFile.writeTo(session.stateDir());
@@ -195,6 +205,9 @@ final class UpCommand implements Callable<Integer> {
             }
             throw e;
         } finally {
+            if (stopWatch != null) {
+                stopWatch.end();
+            }
             hosted.shutdown();
             progress.done();
             if (supervisor && ready) {

@@ -36,5 +36,25 @@ class SummaryTest {
         assertTrue(md.contains("| host JVM, no isolation | skipped: " + why + " |"), md);
         assertTrue(md.contains("## Host memory\n\nskipped: " + why), md);
         assertFalse(md.contains("smaps_rollup"), "no memory table for a run that measured none: " + md);
+        assertFalse(md.contains("tried again"), "no boot failed: " + md);
+    }
+
+    @Test
+    void bootsThatFailedAndWereTriedAgainAreListed() {
+        ObjectNode r = JsonNodeFactory.instance.objectNode();
+        r.withArray("bootFailures").addObject().put("step", "cold boot").put("attempt", 1)
+                .put("error", "sandbox x did not become ready: the worker exited with status 0 before READY");
+        String md = Summary.markdown(r);
+        assertTrue(md.contains("Boots that failed and were tried again (the figures come from the attempt that "
+                + "worked):\n\n- cold boot, attempt 1: sandbox x did not become ready: the worker exited with status 0 "
+                + "before READY\n"), md);
+    }
+
+    @Test
+    void aBootFailureIsRecognisedThroughWhatWrapsIt() {
+        io.qvm.BootFailedException boot = new io.qvm.BootFailedException("no READY");
+        assertTrue(Bench.bootFailure(boot));
+        assertTrue(Bench.bootFailure(new io.qvm.SandboxException("template build failed", boot)));
+        assertFalse(Bench.bootFailure(new io.qvm.SandboxException("the template directory is full")));
     }
 }

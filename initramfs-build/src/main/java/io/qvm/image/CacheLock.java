@@ -1,0 +1,49 @@
+package io.qvm.image;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+
+/**
+ * One writer at a time for one entry of the package cache, across threads and processes: two
+ * image builds sharing {@code $QVM_CACHE} (two checkouts, a build beside {@code qvm release})
+ * must not download into, delete or extract over what the other is using. A lock per entry: a
+ * lock in this JVM first (the OS lock belongs to the process, so two threads would not exclude
+ * each other by it, and the second would get an {@link java.nio.channels.OverlappingFileLockException}),
+ * then {@link FileChannel#lock()} on a file under {@code locks/} (fcntl on POSIX, LockFileEx on
+ * Windows), released with the process should it die. The lock files stay; they are empty.
+ */
+final class CacheLock {
+
+    private static final ConcurrentHashMap<Path, ReentrantLock> IN_THIS_JVM = new ConcurrentHashMap<>();
+
+    private CacheLock() {
+    }
+
+    /** Runs {@code body} holding the lock named by {@code lockFile} (created with its directory). */
+    static <T> T holding(Path lockFile, Supplier<T> body) {
+        Path key = lockFile.toAbsolutePath().normalize();
+        ReentrantLock local = IN_THIS_JVM.computeIfAbsent(key, k -> new ReentrantLock());
+        if (local.isHeldByCurrentThread()) {
+            throw new IllegalStateException("the cache lock " + key + " is already held by this thread");
+        }
+        local.lock();
+        try {
+            Files.createDirectories(key.getParent());
+            try (FileChannel ch = FileChannel.open(key, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+                    FileLock held = ch.lock()) {
+                return body.get();
+            }
+        } catch (IOException e) {
+            throw new ImageException("cannot lock " + key + " in the package cache: " + e, e);
+        } finally {
+            local.unlock();
+        }
+    }
+}
