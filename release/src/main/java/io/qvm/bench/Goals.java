@@ -35,7 +35,7 @@ final class Goals {
                 String.format("Private_Clean %.0f MiB more: template pages only it maps now; PSS %.0f MiB",
                         idle.path("Private_CleanKiB").asDouble() / 1024, idle.path("PssKiB").asDouble() / 1024));
         JsonNode many = r.path("memory").path("clonesAtOnce");
-        double n = many.path("count").asDouble(0);
+        double n = many.has("count") ? many.path("count").asDouble() : Double.NaN;
         double perClone = many.path("ownKiBTotal").asDouble(Double.NaN) / 1024 / n;
         add(g, "clones up at once", n, ">= 8", n >= 8, String.format("%.0f MiB Private_Dirty, %.0f MiB PSS each",
                 perClone, many.path("pssKiBTotal").asDouble() / 1024 / n));
@@ -54,7 +54,13 @@ final class Goals {
         o.put("goal", what);
         o.put("value", Double.isNaN(value) ? null : Math.round(value * 1000) / 1000.0);
         o.put("target", goal);
-        o.put("met", !Double.isNaN(value) && met);
+        if (Double.isNaN(value) || Double.isInfinite(value)) {
+            // a way this run skipped (qvm bench --arch) or could not measure: neither met nor missed
+            o.putNull("met");
+            o.put("detail", "not measured in this run");
+            return;
+        }
+        o.put("met", met);
         o.put("detail", detail);
     }
 

@@ -25,9 +25,9 @@ final class Summary {
                 .append(e.getValue().asText(), 0, 16).append("…"));
         md.append("\n\n## Goals (issue #8)\n\n| goal | value | target | met | detail |\n| --- | --- | --- | --- | --- |\n");
         for (JsonNode g : r.path("goals")) {
-            md.append("| ").append(g.path("goal").asText()).append(" | ").append(g.path("value").asText())
+            md.append("| ").append(g.path("goal").asText()).append(" | ").append(g.path("value").isNull() ? "" : g.path("value").asText())
                     .append(" | ").append(g.path("target").asText()).append(" | ")
-                    .append(g.path("met").asBoolean() ? "yes" : "**no**").append(" | ")
+                    .append(g.path("met").isNull() ? "not measured" : g.path("met").asBoolean() ? "yes" : "**no**").append(" | ")
                     .append(g.path("detail").asText()).append(" |\n");
         }
         if (r.path("bootFailures").size() > 0) {

@@ -29,8 +29,12 @@ class SummaryTest {
         svg.set("hostJvm", Bench.skipped(why));
         svg.set("warmSandbox", Bench.series(List.of(300_000_000L, 400_000_000L, 500_000_000L)));
 
+        r.set("goals", Goals.evaluate(r));
         String md = Summary.markdown(r);
         assertTrue(md.contains("guest aarch64"), md);
+        assertTrue(md.contains("| pool acquire p50 (idle clones available), ms |  | <= 5 | not measured | not measured in "
+                + "this run |"), "a skipped way is neither met nor missed: " + md);
+        assertTrue(md.contains("| restore to READY / cold boot to READY | 0.04 | <= 0.05 (aim 0.02) | yes |"), md);
         assertTrue(md.contains("| cold boot to READY | 128428 ms |"), md);
         assertTrue(md.contains("[5011,5331] ms"), md);
         assertTrue(md.contains("| host JVM, no isolation | skipped: " + why + " |"), md);
