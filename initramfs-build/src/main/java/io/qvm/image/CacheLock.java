@@ -28,22 +28,50 @@ final class CacheLock {
 
     /** Runs {@code body} holding the lock named by {@code lockFile} (created with its directory). */
     static <T> T holding(Path lockFile, Supplier<T> body) {
-        Path key = lockFile.toAbsolutePath().normalize();
+        Path key = key(lockFile);
         ReentrantLock local = IN_THIS_JVM.computeIfAbsent(key, k -> new ReentrantLock());
         if (local.isHeldByCurrentThread()) {
             throw new IllegalStateException("the cache lock " + key + " is already held by this thread");
         }
         local.lock();
         try {
-            Files.createDirectories(key.getParent());
-            try (FileChannel ch = FileChannel.open(key, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-                    FileLock held = ch.lock()) {
+            FileChannel ch;
+            FileLock held;
+            try {
+                Files.createDirectories(key.getParent());
+                ch = FileChannel.open(key, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+            } catch (IOException | UnsupportedOperationException readOnly) {
+                // a cache this user may only read (a shared, prepared one): nothing is written to
+                // it, so there is nothing to take turns on; the body fails by itself if it must write
                 return body.get();
             }
+            try (FileChannel c = ch) {
+                try {
+                    held = c.lock();
+                } catch (IOException noLocks) {
+                    // a file system without locks (ENOLCK on some NFS and 9p mounts): as before
+                    // this lock existed, and the .done markers still guard against half a tree
+                    return body.get();
+                }
+                try (FileLock l = held) {
+                    return body.get();
+                }
+            }
         } catch (IOException e) {
-            throw new ImageException("cannot lock " + key + " in the package cache: " + e, e);
+            throw new ImageException("cannot release the lock " + key + " in the package cache: " + e, e);
         } finally {
             local.unlock();
+        }
+    }
+
+    /** The lock's identity: the real path of its directory where it exists (symlinked caches meet). */
+    private static Path key(Path lockFile) {
+        Path abs = lockFile.toAbsolutePath().normalize();
+        try {
+            Files.createDirectories(abs.getParent());
+            return abs.getParent().toRealPath().resolve(abs.getFileName());
+        } catch (IOException notYet) {
+            return abs;
         }
     }
 }

@@ -35,8 +35,12 @@ import java.util.concurrent.TimeUnit;
 final class DetachLauncher {
 
     private static final Duration POLL = Duration.ofMillis(200);
-    /** How long a supervisor asked to stop has to exit (and again after SIGTERM, on POSIX). */
-    static final Duration STOP_DEADLINE = Duration.ofSeconds(60);
+    /**
+     * How long a supervisor asked to stop has to exit (and again after SIGTERM, on POSIX): its
+     * interrupted boot's release ({@link Launch#STOP_GRACE}), then its shutdown hook, whose pool
+     * may wait a minute for a sandbox it is starting.
+     */
+    static final Duration STOP_DEADLINE = Duration.ofMinutes(3);
 
     private final CliContext ctx;
     private final DirOptions dirs;
@@ -74,6 +78,8 @@ final class DetachLauncher {
             synchronized (settled) {
                 if (!settled[0]) {
                     try {
+                        System.err.println("qvm: interrupted: stopping the detached supervisor (pid " + p.pid()
+                                + ") before it is ready");
                         String how = stopSupervisor(p.toHandle(), launchDir, POSIX, STOP_DEADLINE);
                         System.err.println("qvm: interrupted: " + how);
                     } catch (InterruptedException ignored) {
@@ -87,7 +93,7 @@ final class DetachLauncher {
         }, "qvm-detach-interrupt");
         Runtime.getRuntime().addShutdownHook(hook);
         Retry retry = Retry.until(wait, POLL, POLL, p::isAlive);
-        boolean[] stopped = {true}; // false: a supervisor that would not stop keeps its launch directory
+        boolean[] stopped = {false}; // asked to stop already (--wait passed)
         try (FileChannel logChannel = FileChannel.open(log, StandardOpenOption.READ)) {
             LineFollower follower = new LineFollower(logChannel);
             while (true) {
@@ -109,7 +115,7 @@ final class DetachLauncher {
                 if (retry.expired()) {
                     progress.done();
                     String how = stopSupervisor(p.toHandle(), launchDir, POSIX, STOP_DEADLINE);
-                    stopped[0] = !p.isAlive();
+                    stopped[0] = true;
                     throw new CliException(ExitCode.BOOT_FAILED, "BOOT_TIMEOUT", "the sandbox was not ready within "
                             + wait.toSeconds() + " s; " + how + ". Supervisor log (tail):\n"
                             + LogTail.tail(log, 4096), "raise --wait or --boot-timeout; qvm doctor checks the host",
@@ -121,7 +127,18 @@ final class DetachLauncher {
             synchronized (settled) {
                 settled[0] = true;
             }
-            if (stopped[0]) {
+            // Any other way out (an I/O error, an interrupt) leaves a supervisor nobody waits
+            // for: it is asked to stop too. Its directory goes only once it is gone (or ready:
+            // then it no longer needs it), else it keeps the stop request.
+            boolean ready = ReadyFile.read(launchDir).isPresent();
+            if (!ready && !stopped[0] && p.isAlive()) {
+                try {
+                    stopSupervisor(p.toHandle(), launchDir, POSIX, STOP_DEADLINE);
+                } catch (InterruptedException again) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            if (ready || !p.isAlive()) {
                 FileTrees.deleteQuietly(launchDir);
             }
             try {
@@ -175,8 +192,8 @@ final class DetachLauncher {
         if (!posix) {
             return "its supervisor (pid " + p.pid() + ") did not stop within " + deadline.toSeconds() + " s of "
                     + how + ", and on Windows qvm ends it no other way (TerminateProcess would skip its shutdown "
-                    + "hook and leave its QEMU running): it stops by itself once it sees the request; else run qvm "
-                    + "down --all";
+                    + "hook and leave its QEMU running): " + (goodbye ? "run qvm down --all"
+                    : "it stops by itself once it sees the request; else run qvm down --all");
         }
         p.destroy(); // SIGTERM: the same shutdown hook
         if (waitForExit(p, deadline)) {

@@ -36,6 +36,8 @@ final class Launch {
     static final String STOP = "stop";
     /** How often a booting supervisor looks for {@link #STOP}. */
     static final java.time.Duration STOP_POLL = java.time.Duration.ofMillis(200);
+    /** How long a supervisor asked to stop lets its interrupted boot release what it started before it exits. */
+    static final java.time.Duration STOP_GRACE = java.time.Duration.ofSeconds(45);
 
     private Launch() {
     }
@@ -110,7 +112,8 @@ final class Launch {
 
         /** Whether the parent asked for a stop (or is gone with the directory). */
         boolean requested() {
-            return java.nio.file.Files.exists(launchDir.resolve(STOP)) || !java.nio.file.Files.isDirectory(launchDir);
+            // notExists: only a directory known to be gone counts, not one that cannot be read now
+            return java.nio.file.Files.exists(launchDir.resolve(STOP)) || java.nio.file.Files.notExists(launchDir);
         }
 
         /**

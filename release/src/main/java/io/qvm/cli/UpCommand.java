@@ -168,8 +168,17 @@ final class UpCommand implements Callable<Integer> {
         boolean ready = false;
         // A detached supervisor's launcher that gives up asks it to stop through the launch
         // directory (Launch): the exit runs the hook above, which stops what is booting.
+        // The boot is interrupted first, so that this thread's own catch and finally release what
+        // it started; the exit (and its hook) follows only if that does not end it in time.
+        Thread booting = Thread.currentThread();
         Launch.StopWatch stopWatch = supervisor ? Launch.StopWatch.start(launchDir, () -> {
             progress.line("the launcher stopped waiting (its --wait passed, or it was interrupted): stopping");
+            booting.interrupt();
+            try {
+                booting.join(Launch.STOP_GRACE.toMillis());
+            } catch (InterruptedException ignored) {
+                Thread.currentThread().interrupt();
+            }
             System.exit(ExitCode.BOOT_FAILED.code());
         }) : null;
         try {

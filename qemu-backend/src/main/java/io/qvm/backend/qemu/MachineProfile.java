@@ -216,7 +216,8 @@ public record MachineProfile(String machine, String cpu, String accel, String co
     }
 
     /**
-     * The {@code -accel} value. TCG is single-threaded (one host thread runs every vCPU in turn):
+     * The {@code -accel} value. TCG is single-threaded for an x86_64 guest (one host thread runs every vCPU in turn;
+     * an aarch64 guest: below):
      * with multi-threaded TCG (one host thread per vCPU) the worker's JVM crashes now and then with
      * a SIGSEGV at the entry of a compiled method it has just patched (HotSpot makes a method not
      * entrant by writing a jump over its entry while other threads may be running it), the
@@ -235,7 +236,8 @@ public record MachineProfile(String machine, String cpu, String accel, String co
      * within 400 s single-threaded with 1 vCPU; single-threaded boots also went silent for minutes
      * or read end of input before HELLO (README, known problems). HotSpot's aarch64 port patches
      * code only as the Arm architecture allows concurrent modification, and
-     * {@code JitStressE2ETest -Dqvm.jitstress.arch=aarch64} found no crash (README). Hardware
+     * {@code JitStressE2ETest -Dqvm.jitstress.arch=aarch64} found no crash in the one boot it
+     * stressed so far (adr/0001). Hardware
      * accelerators run the vCPUs natively and do not have the problem. WHPX gets
      * {@code kernel-irqchip=off}: with Hyper-V's in-kernel APIC, QEMU reports
      * "whpx: injection failed, MSI … lost" and Linux guests hang (QEMU issue 346); the userspace
