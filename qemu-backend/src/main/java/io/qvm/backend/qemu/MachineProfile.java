@@ -216,8 +216,7 @@ public record MachineProfile(String machine, String cpu, String accel, String co
     }
 
     /**
-     * The {@code -accel} value. TCG is single-threaded for an x86_64 guest (one host thread runs every vCPU in turn;
-     * an aarch64 guest: below):
+     * The {@code -accel} value. TCG is single-threaded (one host thread runs every vCPU in turn):
      * with multi-threaded TCG (one host thread per vCPU) the worker's JVM crashes now and then with
      * a SIGSEGV at the entry of a compiled method it has just patched (HotSpot makes a method not
      * entrant by writing a jump over its entry while other threads may be running it), the
@@ -228,16 +227,11 @@ public record MachineProfile(String machine, String cpu, String accel, String co
      * hostile corpus run (83 renders) the same crash ended 3 of 13 runs. For an x86_64 guest on
      * an aarch64 host single-threaded TCG is required anyway (x86's strong memory order).
      *
-     * <p>An aarch64 guest runs multi-threaded: single-threaded, its worker starved inside gVisor
-     * (whose systrap platform hands each system call between threads that wait for each other, a
-     * wait that on one host thread lasts until the emulator switches vCPUs). Measured here
-     * (2026-12-03, QEMU 7.2 on the 2-core host, the aarch64 image booted alone): the worker warm
-     * 37.5 s after its start multi-threaded with 2 vCPUs, 85.0 s single-threaded with 2 vCPUs, not
-     * within 400 s single-threaded with 1 vCPU; single-threaded boots also went silent for minutes
-     * or read end of input before HELLO (README, known problems). HotSpot's aarch64 port patches
-     * code only as the Arm architecture allows concurrent modification, and
-     * {@code JitStressE2ETest -Dqvm.jitstress.arch=aarch64} found no crash in the one boot it
-     * stressed so far (adr/0001). Hardware
+     * <p>An aarch64 guest stays single-threaded too, although it boots twice as fast
+     * multi-threaded (2026-12-03, QEMU 7.2, this 2-core host: its worker warm 37.5 s after its
+     * start multi-threaded, 85.0 s single-threaded with 2 vCPUs): {@code JitStressE2ETest
+     * -Dqvm.jitstress.arch=aarch64 -Dqvm.jitstress.threading=multi} crashed the aarch64 JVM
+     * (SIGSEGV in libjvm) in one of its first two stressed boots, as the x86_64 one did (adr/0001). Hardware
      * accelerators run the vCPUs natively and do not have the problem. WHPX gets
      * {@code kernel-irqchip=off}: with Hyper-V's in-kernel APIC, QEMU reports
      * "whpx: injection failed, MSI … lost" and Linux guests hang (QEMU issue 346); the userspace
@@ -255,7 +249,7 @@ public record MachineProfile(String machine, String cpu, String accel, String co
     static String accel(Accelerator a, Arch hostArch, Arch guestArch) {
         switch (a) {
             case TCG:
-                return "tcg,thread=" + (guestArch == Arch.AARCH64 ? "multi" : "single") + ",tb-size=" + TCG_TB_MIB;
+                return "tcg,thread=single,tb-size=" + TCG_TB_MIB;
             case WHPX:
                 return "whpx,kernel-irqchip=off";
             default:
