@@ -231,7 +231,7 @@ public record MachineProfile(String machine, String cpu, String accel, String co
      * multi-threaded (2026-12-03, QEMU 7.2, this 2-core host: its worker warm 37.5 s after its
      * start multi-threaded, 85.0 s single-threaded with 2 vCPUs): {@code JitStressE2ETest
      * -Dqvm.jitstress.arch=aarch64 -Dqvm.jitstress.threading=multi} crashed the aarch64 JVM
-     * (SIGSEGV in libjvm) in one of its first two stressed boots, as the x86_64 one did (adr/0001). Hardware
+     * (SIGSEGV in libjvm) in 1 of its 5 multi-threaded boots (in 3 more the JVM never started), as the x86_64 one did (adr/0001). Hardware
      * accelerators run the vCPUs natively and do not have the problem. WHPX gets
      * {@code kernel-irqchip=off}: with Hyper-V's in-kernel APIC, QEMU reports
      * "whpx: injection failed, MSI … lost" and Linux guests hang (QEMU issue 346); the userspace
