@@ -49,7 +49,7 @@ class HostileCorpusE2ETest {
     /** The cases of this run: all, or all but {@link #SLOW}; every attack class keeps a case. */
     static List<HostileCase> cases(boolean all) {
         List<HostileCase> cases = HostileCorpus.all().stream()
-                .filter(c -> all || !SLOW.contains(c.attackClass() + "/" + c.name())).toList();
+                .filter(c -> all || !SLOW.contains(id(c))).toList();
         Set<String> classes = new HashSet<>();
         cases.forEach(c -> classes.add(c.attackClass()));
         for (HostileCase c : HostileCorpus.all()) {
@@ -57,11 +57,15 @@ class HostileCorpusE2ETest {
                 throw new IllegalStateException("the suite's run would have no case of " + c.attackClass());
             }
         }
-        if (SLOW.stream().anyMatch(n -> HostileCorpus.all().stream().noneMatch(c -> n.equals(c.attackClass() + "/"
-                + c.name())))) {
+        if (SLOW.stream().anyMatch(n -> HostileCorpus.all().stream().noneMatch(c -> n.equals(id(c))))) {
             throw new IllegalStateException("a name in SLOW is not in the corpus: " + SLOW);
         }
         return cases;
+    }
+
+    /** A case's name in {@link #SLOW}: attack class/name. */
+    private static String id(HostileCase c) {
+        return c.attackClass() + "/" + c.name();
     }
 
     @Test

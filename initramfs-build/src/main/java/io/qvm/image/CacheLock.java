@@ -34,33 +34,36 @@ final class CacheLock {
             throw new IllegalStateException("the cache lock " + key + " is already held by this thread");
         }
         local.lock();
-        try {
-            FileChannel ch;
-            FileLock held;
-            try {
-                Files.createDirectories(key.getParent());
-                ch = FileChannel.open(key, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-            } catch (IOException | UnsupportedOperationException readOnly) {
+        try (FileChannel ch = openOrNull(key)) {
+            if (ch == null) {
                 // a cache this user may only read (a shared, prepared one): nothing is written to
                 // it, so there is nothing to take turns on; the body fails by itself if it must write
                 return body.get();
             }
-            try (FileChannel c = ch) {
-                try {
-                    held = c.lock();
-                } catch (IOException noLocks) {
-                    // a file system without locks (ENOLCK on some NFS and 9p mounts): as before
-                    // this lock existed, and the .done markers still guard against half a tree
-                    return body.get();
-                }
-                try (FileLock l = held) {
-                    return body.get();
-                }
+            FileLock held;
+            try {
+                held = ch.lock();
+            } catch (IOException noLocks) {
+                // a file system without locks (ENOLCK on some NFS and 9p mounts): as before
+                // this lock existed, and the .done markers still guard against half a tree
+                return body.get();
+            }
+            try (held) {
+                return body.get();
             }
         } catch (IOException e) {
             throw new ImageException("cannot release the lock " + key + " in the package cache: " + e, e);
         } finally {
             local.unlock();
+        }
+    }
+
+    /** The lock file, open for writing; null where it cannot be created (its directory was made by {@link #key}). */
+    private static FileChannel openOrNull(Path key) {
+        try {
+            return FileChannel.open(key, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        } catch (IOException | UnsupportedOperationException readOnly) {
+            return null;
         }
     }
 

@@ -19,7 +19,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 
 /**
  * {@code qvm up --detach}: starts {@code java … io.qvm.cli.QvmCli up --supervise <handle>} as a
@@ -93,7 +92,7 @@ final class DetachLauncher {
         }, "qvm-detach-interrupt");
         Runtime.getRuntime().addShutdownHook(hook);
         Retry retry = Retry.until(wait, POLL, POLL, p::isAlive);
-        boolean[] stopped = {false}; // asked to stop already (--wait passed)
+        boolean stopped = false; // asked to stop already (--wait passed)
         try (FileChannel logChannel = FileChannel.open(log, StandardOpenOption.READ)) {
             LineFollower follower = new LineFollower(logChannel);
             while (true) {
@@ -115,7 +114,7 @@ final class DetachLauncher {
                 if (retry.expired()) {
                     progress.done();
                     String how = stopSupervisor(p.toHandle(), launchDir, POSIX, STOP_DEADLINE);
-                    stopped[0] = true;
+                    stopped = true;
                     throw new CliException(ExitCode.BOOT_FAILED, "BOOT_TIMEOUT", "the sandbox was not ready within "
                             + wait.toSeconds() + " s; " + how + ". Supervisor log (tail):\n"
                             + LogTail.tail(log, 4096), "raise --wait or --boot-timeout; qvm doctor checks the host",
@@ -131,7 +130,7 @@ final class DetachLauncher {
             // for: it is asked to stop too. Its directory goes only once it is gone (or ready:
             // then it no longer needs it), else it keeps the stop request.
             boolean ready = ReadyFile.read(launchDir).isPresent();
-            if (!ready && !stopped[0] && p.isAlive()) {
+            if (!ready && !stopped && p.isAlive()) {
                 try {
                     stopSupervisor(p.toHandle(), launchDir, POSIX, STOP_DEADLINE);
                 } catch (InterruptedException again) {
@@ -182,7 +181,7 @@ final class DetachLauncher {
                     // wait for the deadline, then as below
                 }
             }
-            waitForExit(p, POLL);
+            OwnerStop.waitForExit(p, POLL);
         }
         String how = goodbye ? "GOODBYE on its control socket (it became ready just then)"
                 : "a stop request in its launch directory";
@@ -196,23 +195,14 @@ final class DetachLauncher {
                     : "it stops by itself once it sees the request; else run qvm down --all");
         }
         p.destroy(); // SIGTERM: the same shutdown hook
-        if (waitForExit(p, deadline)) {
+        if (OwnerStop.waitForExit(p, deadline)) {
             return "its supervisor (pid " + p.pid() + ") did not stop within " + deadline.toSeconds() + " s of " + how
                     + ", and was sent SIGTERM";
         }
         p.destroyForcibly();
-        waitForExit(p, deadline);
+        OwnerStop.waitForExit(p, deadline);
         return "its supervisor (pid " + p.pid() + ") did not stop on " + how + " or SIGTERM and was killed; qvm down "
                 + "--all reaps what it left";
-    }
-
-    private static boolean waitForExit(ProcessHandle p, Duration wait) throws InterruptedException {
-        try {
-            p.onExit().get(wait.toNanos(), TimeUnit.NANOSECONDS);
-            return true;
-        } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
-            return !p.isAlive();
-        }
     }
 
     private List<String> command(String handle, Path log) {

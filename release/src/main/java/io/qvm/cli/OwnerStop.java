@@ -150,7 +150,8 @@ final class OwnerStop {
         }
     }
 
-    private static boolean waitForExit(ProcessHandle p, Duration wait) throws InterruptedException {
+    /** Whether {@code p} exited within {@code wait} (also {@link DetachLauncher}'s wait for its supervisor). */
+    static boolean waitForExit(ProcessHandle p, Duration wait) throws InterruptedException {
         try {
             p.onExit().get(wait.toNanos(), TimeUnit.NANOSECONDS);
             return true;
