@@ -121,9 +121,84 @@ public final class SandboxPool implements AutoCloseable {
      * @param coldBootNotice empty while every sandbox was restored from a template; else why
      *                   sandboxes cold-boot (each request then pays a cold boot under
      *                   {@code perRequest()})
+     * @param starting   sandboxes being started now (booting or restoring)
+     * @param reusable   used sandboxes waiting now to serve their caller key again
+     * @param protocolViolations sandboxes stopped because their guest broke the protocol (also in {@code crashed})
      */
     public record PoolStats(long started, long restored, long recycled, long crashed, long timedOut, long requests,
-            long retried, long failedStarts, int live, int idle, long discarded, long expired, String coldBootNotice) {
+            long retried, long failedStarts, int live, int idle, long discarded, long expired, String coldBootNotice,
+            int starting, int reusable, long protocolViolations) {
+
+        /** Sandboxes serving a request now. */
+        public int busy() {
+            return Math.max(0, live - idle - starting - reusable);
+        }
+    }
+
+    /** How a {@link #render} ended, as a {@link Listener} hears it. */
+    public enum Outcome {
+        /** A PNG came back. */
+        RENDERED,
+        /** {@link RenderFailedException}: the worker refused or failed the document. */
+        REFUSED,
+        /** {@link SandboxLostException} {@code CRASHED} (after the pool's one retry, where it made one). */
+        CRASHED,
+        /** {@link SandboxLostException} {@code DEADLINE_EXCEEDED}. */
+        DEADLINE_EXCEEDED,
+        /** {@link SandboxLostException} {@code PROTOCOL_VIOLATION}. */
+        PROTOCOL_VIOLATION,
+        /** {@link PoolTimeoutException}: no sandbox came free in time. */
+        POOL_TIMEOUT,
+        /** {@link PoolClosedException}. */
+        POOL_CLOSED,
+        /** {@link BootFailedException}: the sandbox started for the request never became ready. */
+        BOOT_FAILED,
+        /** {@link HostSetupException}: this host cannot run sandboxes as configured. */
+        HOST_SETUP,
+        /** Anything else (another {@link SandboxException}, an interrupt). */
+        ERROR;
+
+        static Outcome of(RuntimeException e) {
+            if (e instanceof RenderFailedException) {
+                return REFUSED;
+            }
+            if (e instanceof SandboxLostException lost) {
+                return switch (lost.reason()) {
+                    case CRASHED -> CRASHED;
+                    case DEADLINE_EXCEEDED -> DEADLINE_EXCEEDED;
+                    case PROTOCOL_VIOLATION -> PROTOCOL_VIOLATION;
+                };
+            }
+            if (e instanceof PoolTimeoutException) {
+                return POOL_TIMEOUT;
+            }
+            if (e instanceof PoolClosedException) {
+                return POOL_CLOSED;
+            }
+            if (e instanceof BootFailedException) {
+                return BOOT_FAILED;
+            }
+            return e instanceof HostSetupException ? HOST_SETUP : ERROR;
+        }
+    }
+
+    /**
+     * Hears what a pool does, as it does it: the hook for metrics ({@code qvm-micrometer}'s
+     * {@code QvmPoolMetrics} is one), registered with {@link #addListener}. Called on the
+     * request's thread once the fact is known; keep it fast. What a listener throws is logged and
+     * dropped, never passed to the request.
+     */
+    public interface Listener {
+        /**
+         * A request waited {@code waited} for its sandbox — for an idle one, or for the start of
+         * its own — and got one ({@code ok}) or gave up (timeout, closed pool, failed start).
+         */
+        default void acquired(Duration waited, boolean ok) {
+        }
+
+        /** A {@link #render} ended with {@code outcome} after {@code took}, its acquire and any retry included. */
+        default void rendered(Outcome outcome, Duration took) {
+        }
     }
 
     /** One live sandbox's bookkeeping. */
@@ -163,6 +238,8 @@ public final class SandboxPool implements AutoCloseable {
     private final AtomicLong restored = new AtomicLong();
     private final AtomicLong recycled = new AtomicLong();
     private final AtomicLong crashed = new AtomicLong();
+    private final AtomicLong protocolViolations = new AtomicLong();
+    private final List<Listener> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
     private final AtomicLong timedOut = new AtomicLong();
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong retried = new AtomicLong();
@@ -266,6 +343,18 @@ public final class SandboxPool implements AutoCloseable {
     }
 
     private RenderResult renderRetrying(String key, RenderRequest request) {
+        long t0 = System.nanoTime();
+        try {
+            RenderResult r = renderRetryingUnheard(key, request);
+            tell(l -> l.rendered(Outcome.RENDERED, Duration.ofNanos(System.nanoTime() - t0)));
+            return r;
+        } catch (RuntimeException e) {
+            tell(l -> l.rendered(Outcome.of(e), Duration.ofNanos(System.nanoTime() - t0)));
+            throw e;
+        }
+    }
+
+    private RenderResult renderRetryingUnheard(String key, RenderRequest request) {
         try {
             return run(key, s -> s.render(request));
         } catch (SandboxLostException first) {
@@ -303,6 +392,9 @@ public final class SandboxPool implements AutoCloseable {
             return result;
         } catch (SandboxLostException e) {
             (e.reason() == SandboxLostException.Reason.DEADLINE_EXCEEDED ? timedOut : crashed).incrementAndGet();
+            if (e.reason() == SandboxLostException.Reason.PROTOCOL_VIOLATION) {
+                protocolViolations.incrementAndGet();
+            }
             throw e;
         } finally {
             // ok stays false for every failure, a refused document included: that sandbox is never reused
@@ -311,9 +403,37 @@ public final class SandboxPool implements AutoCloseable {
     }
 
     private Sandbox acquire(String key) {
-        Sandbox s = acquireUncounted(key);
+        long t0 = System.nanoTime();
+        Sandbox s;
+        try {
+            s = acquireUncounted(key);
+        } catch (RuntimeException e) {
+            tell(l -> l.acquired(Duration.ofNanos(System.nanoTime() - t0), false));
+            throw e;
+        }
         requests.incrementAndGet();
+        tell(l -> l.acquired(Duration.ofNanos(System.nanoTime() - t0), true));
         return s;
+    }
+
+    /** Registers a listener (e.g. metrics); it hears what happens from now on. */
+    public void addListener(Listener listener) {
+        listeners.add(Objects.requireNonNull(listener, "listener"));
+    }
+
+    /** Removes a listener added with {@link #addListener}; no-op if it is not registered. */
+    public void removeListener(Listener listener) {
+        listeners.remove(listener);
+    }
+
+    private void tell(java.util.function.Consumer<Listener> event) {
+        for (Listener l : listeners) {
+            try {
+                event.accept(l);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "a pool listener failed; its event is dropped", e);
+            }
+        }
     }
 
     private Sandbox acquireUncounted(String key) {
@@ -323,7 +443,7 @@ public final class SandboxPool implements AutoCloseable {
         try {
             while (true) {
                 if (closed) {
-                    throw new IllegalStateException("the pool is closed");
+                    throw new PoolClosedException();
                 }
                 Sandbox s = takeIdle(key);
                 if (s != null) {
@@ -339,9 +459,7 @@ public final class SandboxPool implements AutoCloseable {
                 if (!evictOneIdle()) {
                     long left = deadline - System.nanoTime();
                     if (left <= 0) {
-                        throw new SandboxException("no sandbox of the pool became free within "
-                                + acquireTimeout.toMillis() + " ms (all " + maxSandboxes + " busy); raise "
-                                + "maxSandboxes or acquireTimeout, or lower the request deadline");
+                        throw new PoolTimeoutException(acquireTimeout, maxSandboxes);
                     }
                     try {
                         changed.awaitNanos(left);
@@ -706,7 +824,8 @@ public final class SandboxPool implements AutoCloseable {
         try {
             return new PoolStats(started.get(), restored.get(), recycled.get(), crashed.get(), timedOut.get(),
                     requests.get(), retried.get(), failedStarts.get(), live, fresh.size(), discarded.get(),
-                    expired.get(), coldBootNotice);
+                    expired.get(), coldBootNotice, starting, reusable.values().stream().mapToInt(Deque::size).sum(),
+                    protocolViolations.get());
         } finally {
             lock.unlock();
         }

@@ -16,6 +16,7 @@ import io.qvm.protocol.ErrorCode;
 import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
 import io.qvm.transport.testing.FakeWorker;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -354,9 +355,11 @@ class SandboxPoolTest {
                 threads);
         await().atMost(LONG).until(() -> backend.starts() == 1 && backend.sandboxes().get(0).requests().size() == 1);
 
-        SandboxException e = assertThrows(SandboxException.class, () -> pool.render(RenderRequest.svg(doc("r"))));
-        assertEquals(SandboxException.class, e.getClass(), e.toString());
+        PoolTimeoutException e = assertThrows(PoolTimeoutException.class,
+                () -> pool.render(RenderRequest.svg(doc("r"))));
         assertTrue(e.getMessage().contains("no sandbox of the pool became free"), e.getMessage());
+        assertEquals(Duration.ofSeconds(1), e.acquireTimeout());
+        assertEquals(1, e.maxSandboxes());
         assertEquals(1, backend.starts(), "maxSandboxes = 1: no second sandbox");
         assertFalse(stuck.isDone());
 
@@ -544,10 +547,31 @@ class SandboxPoolTest {
         assertEquals(3, backend.starts());
         assertTrue(backend.sandboxes().stream().allMatch(FakeSandbox::closed), backend.sandboxes().toString());
         assertEquals(3, backend.closes());
-        assertThrows(IllegalStateException.class, () -> pool.render(RenderRequest.svg(doc("late"))));
-        assertThrows(IllegalStateException.class, () -> pool.echo(new byte[1]));
+        PoolClosedException late = assertThrows(PoolClosedException.class,
+                () -> pool.render(RenderRequest.svg(doc("late"))));
+        assertTrue(late.getMessage().contains("pool is closed"), late.getMessage());
+        assertThrows(PoolClosedException.class, () -> pool.echo(new byte[1]));
+        assertThrows(PoolClosedException.class, () -> pool.render("tenant", RenderRequest.svg(doc("late"))));
         pool.close(); // idempotent
         assertEquals(3, backend.starts(), "nothing started after close");
+    }
+
+    @Test
+    void aRequestWaitingForASandboxWhenThePoolClosesGetsPoolClosed() throws Exception {
+        pool = builder().recycle(Recycle.afterRequests(10)).maxSandboxes(1).acquireTimeout(Duration.ofMinutes(5))
+                .build();
+        backend.nextSandbox(FakeSandbox::stallNextRequest);
+        CompletableFuture<byte[]> stuck = CompletableFuture.supplyAsync(() -> pool.echo(new byte[] {1}), threads);
+        await().atMost(LONG).until(() -> backend.starts() == 1 && backend.sandboxes().get(0).requests().size() == 1);
+        CompletableFuture<RenderResult> waiting = CompletableFuture.supplyAsync(
+                () -> pool.render(RenderRequest.svg(doc("w"))), threads);
+        await().during(Duration.ofMillis(300)).atMost(LONG).until(() -> !waiting.isDone());
+
+        CompletableFuture.runAsync(pool::close, threads);
+        ExecutionException e = assertThrows(ExecutionException.class, () -> waiting.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(PoolClosedException.class, e.getCause(), "woken by close, long before its 5 min timeout");
+        backend.sandboxes().get(0).worker().close(); // let the stuck request end so that close can finish
+        assertThrows(ExecutionException.class, () -> stuck.get(30, TimeUnit.SECONDS));
     }
 
     @Test
