@@ -305,7 +305,7 @@ fi
 
 if [ "$host" = other ]; then
   tell "$os is not a host qvm knows: install QEMU, a JDK 17 or later and Maven, set JAVA_HOME, then run"
-  tell "  ./mvnw -DskipTests install && java -jar release/target/qvm.jar up"
+  tell "  ./mvnw -DskipTests install && java -jar release/cli/target/qvm.jar up"
   exit 1
 fi
 

@@ -20,8 +20,8 @@ class CliContextTest {
         Map<String, String> env = Map.of("QVM_IMAGE_DIR", "/srv/images", "QVM_CACHE", "/c");
         assertEquals(Path.of("/opt/img"), with(env).imageRoot(Path.of("/opt/img/")));
         assertEquals(Path.of("/srv/images"), with(env).imageRoot(null));
-        // Maven runs this test in release/, one level below the checkout's root
-        Path checkout = Path.of("").toAbsolutePath().getParent();
+        // Maven runs this test in release/cli/, two levels below the checkout's root
+        Path checkout = Path.of("").toAbsolutePath().getParent().getParent();
         assertEquals(checkout.resolve("out").resolve("image"), with(Map.of("QVM_CACHE", "/c")).imageRoot(null));
     }
 

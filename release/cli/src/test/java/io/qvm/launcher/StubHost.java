@@ -23,7 +23,7 @@ import java.util.concurrent.TimeUnit;
  * a directory that stands for {@code /} wherever the scripts look at a fixed path
  * ({@code QVM_PREREQS_ROOT}: {@code /usr/libexec/java_home}, {@code C:\Program Files\qemu},
  * {@code /usr/lib/jvm}). A checkout holds copies of the scripts under test, so that its root (where
- * {@code mvnw} and {@code release/target/qvm.jar} are looked for) is this host's too.
+ * {@code mvnw} and {@code release/cli/target/qvm.jar} are looked for) is this host's too.
  */
 final class StubHost {
 

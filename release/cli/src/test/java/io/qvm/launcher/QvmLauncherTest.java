@@ -14,7 +14,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The {@code ./qvm} launcher on stubbed hosts ({@link StubHost}): it runs the CLI as {@code java -jar
- * release/target/qvm.jar} with the JDK {@code scripts/prereqs.sh} found (never the first {@code java}
+ * release/cli/target/qvm.jar} with the JDK {@code scripts/prereqs.sh} found (never the first {@code java}
  * on PATH, never a joined class path), builds with the Maven prereqs found under that JDK, and hands
  * a Windows java.exe the jar's path in Windows form.
  */
@@ -29,7 +29,7 @@ class QvmLauncherTest {
         StubHost.script(name.contains("/") ? h.checkout.resolve(name) : h.bin.resolve(name),
                 "printf 'mvn %s JAVA_HOME=%s\\n' \"$*\" \"$JAVA_HOME\" >> '" + h.log + "'\n"
                         + "echo '[INFO] Building qvm-release 0.1.0-SNAPSHOT                          [9/9]'\n"
-                        + "mkdir -p release/target && : > release/target/qvm.jar");
+                        + "mkdir -p release/cli/target && : > release/cli/target/qvm.jar");
     }
 
     private static List<String> javaArgs(StubHost h) throws Exception {
@@ -51,7 +51,7 @@ class QvmLauncherTest {
         List<String> calls = h.calls();
         assertEquals("mvn -B -ntp -DskipTests install JAVA_HOME=" + jdk, calls.get(0), "Maven runs on that JDK");
         assertEquals("java " + jdk.resolve("bin/java"), calls.get(1), "the CLI runs on that JDK");
-        assertEquals(List.of("-jar", h.checkout.resolve("release/target/qvm.jar").toString(), "render",
+        assertEquals(List.of("-jar", h.checkout.resolve("release/cli/target/qvm.jar").toString(), "render",
                 "samples/hello.svg", "-o", "hello.png"), javaArgs(h), "no class path is joined");
         assertTrue(calls.contains("JAVA_HOME " + jdk), "the CLI sees JAVA_HOME: " + calls);
         r.stderrHas("[qvm]   module qvm-release [9/9]");
@@ -82,7 +82,7 @@ class QvmLauncherTest {
         h.run("qvm", "ps").expect(0);
         assertFalse(h.calls().stream().anyMatch(l -> l.startsWith("mvn ")), "nothing changed, nothing is built: "
                 + h.calls());
-        assertEquals(List.of("-Xmx1g", "-Dqvm.x=1", "-jar", h.checkout.resolve("release/target/qvm.jar").toString(),
+        assertEquals(List.of("-Xmx1g", "-Dqvm.x=1", "-jar", h.checkout.resolve("release/cli/target/qvm.jar").toString(),
                 "ps"), javaArgs(h));
     }
 
@@ -103,7 +103,7 @@ class QvmLauncherTest {
 
         h.run("qvm", "up").expect(0);
 
-        String windowsJar = "C:\\msys64" + h.checkout.resolve("release/target/qvm.jar").toString().replace('/', '\\');
+        String windowsJar = "C:\\msys64" + h.checkout.resolve("release/cli/target/qvm.jar").toString().replace('/', '\\');
         assertEquals(List.of("-jar", windowsJar, "up"), javaArgs(h));
         String windowsImages = "C:\\msys64" + h.checkout.resolve("out/image").toString().replace('/', '\\');
         assertTrue(h.calls().contains("QVM_IMAGE_DIR " + windowsImages), "the image directory too: " + h.calls());
