@@ -34,13 +34,13 @@ import java.util.concurrent.CompletableFuture;
  * <ul>
  *   <li>its reply kind ({@link FrameKind#replyKind()}) → the future completes with that frame;</li>
  *   <li>an ERROR frame → exceptionally with {@link WorkerErrorException} (the decoded
- *   {@link ErrorReply});</li>
+ *   {@link io.qvm.protocol.ErrorReply});</li>
  *   <li>connection loss or {@link #close()} → every pending request at once with
  *   {@link TransportException} (its cause says why);</li>
  *   <li>a protocol violation (below) → every pending request at once with {@link TransportException}
  *   reason {@link TransportException.Reason#PROTOCOL_VIOLATION}.</li>
  * </ul>
- * A request above the worker's limits fails with {@link FrameTooLargeException} before a byte is
+ * A request above the worker's limits fails with {@link io.qvm.protocol.FrameTooLargeException} before a byte is
  * written. There is no per-request deadline here: use {@code orTimeout} on the future (the late
  * reply to a request given up on this way, or cancelled, is dropped). Futures complete on the
  * transport's I/O thread: do not block in dependent stages (use the {@code *Async} variants for

@@ -40,7 +40,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p><b>Before READY</b> everything that arrives is discarded (the session's resynchronisation,
  * adr/0003) and tallied for the handshake's timeout message only. <b>After READY</b> the worker
  * may send nothing but one answer per request, under that request's id; anything else is a
- * protocol violation, handled the moment it is decoded: {@link #violate} drops the connection
+ * protocol violation, handled the moment it is decoded: {@code violate} drops the connection
  * with {@link TransportException.Reason#PROTOCOL_VIOLATION}, which fails every pending request at
  * once, completes {@link #closed()} exceptionally and fails every later request before writing.
  * The one exception is the late answer to a request the caller abandoned (cancelled, or timed out
