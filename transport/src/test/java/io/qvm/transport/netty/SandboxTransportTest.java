@@ -227,14 +227,14 @@ class SandboxTransportTest {
         worker.enqueue(Effect.stall(), Effect.wrongId(5));
         CompletableFuture<Frame> a = t.request(echo(new byte[] {1}));
         CompletableFuture<Frame> b = t.request(echo(new byte[] {2}));
-        TransportException e = assertInstanceOf(TransportException.class, failure(b));
+        ExecutionException closed = assertThrows(ExecutionException.class, () -> t.closed().get(30, TimeUnit.SECONDS));
+        TransportException e = assertInstanceOf(TransportException.class, closed.getCause(), "the transport is dropped");
         assertEquals(TransportException.Reason.PROTOCOL_VIOLATION, e.reason());
         assertTrue(e.getMessage().contains("a ECHO_REPLY frame for request 7, which no request waits for"
                 + " (no request with that id was sent)"), e.getMessage());
-        assertTrue(a.isDone(), "the stalled request failed at the same moment");
-        assertSame(e, failure(a));
-        ExecutionException closed = assertThrows(ExecutionException.class, () -> t.closed().get(30, TimeUnit.SECONDS));
-        assertSame(e, closed.getCause(), "the transport is dropped with the same failure");
+        assertTrue(a.isDone() && b.isDone(), "both pending requests failed with the drop, not after it");
+        assertSame(e, failure(a), "the stalled request fails with the violation too");
+        assertSame(e, failure(b));
 
         CompletableFuture<Frame> later = t.request(echo(new byte[] {3}));
         assertTrue(later.isCompletedExceptionally(), "a later request fails at once");
