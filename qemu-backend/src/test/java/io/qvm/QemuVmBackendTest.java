@@ -295,7 +295,6 @@ class QemuVmBackendTest {
         host.set("staleBeforeReady", "5000");
         try (QemuVmBackend backend = host.backend().templates(false).build();
              Sandbox s = backend.start(FakeQemuHost.config().build())) {
-            assertTrue(s.bootReport().notes().stream().anyMatch(n -> n.contains("stale bytes")), s.bootReport().notes()::toString);
             assertArrayEquals(new byte[] {4, 2}, s.echo(new byte[] {4, 2}));
             assertArrayEquals(new byte[] {4, 3}, s.echo(new byte[] {4, 3}));
             assertTrue(s.isAlive());
@@ -318,9 +317,33 @@ class QemuVmBackendTest {
                 s.echo(new byte[] {2});
             });
             assertEquals(SandboxLostException.Reason.PROTOCOL_VIOLATION, e.reason(), e.getMessage());
-            assertTrue(e.getMessage().contains("1 frames that answer no waiting request"), e.getMessage());
+            assertTrue(e.getMessage().contains("which no request waits for (that request was already answered)"),
+                    e.getMessage());
             assertFalse(s.isAlive(), "the sandbox was stopped");
             await().atMost(Duration.ofSeconds(30)).until(() -> host.processes().stream().noneMatch(ProcessHandle::isAlive));
+        }
+    }
+
+    /**
+     * The violation is an event, not something the next request looks for: the second answer
+     * arrives after the first was handed on, while nobody calls the sandbox, and the sandbox
+     * stops its VM then. The next request says why, without being sent.
+     */
+    @Test
+    @Tag("security")
+    void aViolationWhileIdleStopsTheSandboxAtOnce() throws Exception {
+        host.set("firstReply", "twice");
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            assertArrayEquals(new byte[] {1}, s.echo(new byte[] {1}));
+            await().atMost(LONG).until(() -> !s.isAlive());
+            s.onExit().get(30, java.util.concurrent.TimeUnit.SECONDS);
+            await().atMost(Duration.ofSeconds(30)).until(() -> host.processes().stream().noneMatch(ProcessHandle::isAlive));
+            SandboxLostException e = assertThrows(SandboxLostException.class, () -> s.echo(new byte[] {2}));
+            assertEquals(SandboxLostException.Reason.PROTOCOL_VIOLATION, e.reason(), e.getMessage());
+            assertTrue(e.getMessage().contains("is closed: sandbox " + s.id() + ": the worker broke the protocol"),
+                    e.getMessage());
+            assertTrue(e.getMessage().contains("(that request was already answered)"), e.getMessage());
         }
     }
 
@@ -352,8 +375,8 @@ class QemuVmBackendTest {
 
     @org.junit.jupiter.params.ParameterizedTest
     @org.junit.jupiter.params.provider.CsvSource({
-            "garbage, 1000 bytes that are not frames",
-            "wrong-id, 1 frames that answer no waiting request",
+            "garbage, bytes that are not frames",
+            "wrong-id, which no request waits for (no request with that id was sent)",
             "oversize, above the limit"})
     @Tag("security")
     void aWorkerThatSendsAnythingButTheAnswerLosesTheSandbox(String reply, String said) throws Exception {

@@ -24,8 +24,9 @@ import java.util.concurrent.CompletableFuture;
  * }</pre>
  *
  * <p><b>Session.</b> Nothing is sent or delivered before {@link #handshake}: it sends HELLO and
- * discards (and counts) every byte and frame until a READY with the same nonce arrives, so
- * whatever an earlier session left on the port is never taken for an answer.
+ * discards every byte and frame until a READY with the same nonce arrives, so whatever an earlier
+ * session left on the port is never taken for an answer (what it discarded is named only if no
+ * such READY comes in time).
  *
  * <p><b>Requests.</b> The transport assigns request ids (1, 2, 3, … per transport; 0 belongs to
  * HELLO/READY) — the id in the frame given to {@link #request} is ignored. Each request completes
@@ -33,17 +34,31 @@ import java.util.concurrent.CompletableFuture;
  * <ul>
  *   <li>its reply kind ({@link FrameKind#replyKind()}) → the future completes with that frame;</li>
  *   <li>an ERROR frame → exceptionally with {@link WorkerErrorException} (the decoded
- *   {@link ErrorReply});</li>
- *   <li>a reply above the response limits → exceptionally with {@link FrameTooLargeException}
- *   (the reply was skipped without allocation; the transport goes on);</li>
- *   <li>a reply with an unusable header or the wrong kind → {@link FrameCorruptException};</li>
+ *   {@link io.qvm.protocol.ErrorReply});</li>
  *   <li>connection loss or {@link #close()} → every pending request at once with
- *   {@link TransportException} (its cause says why).</li>
+ *   {@link TransportException} (its cause says why);</li>
+ *   <li>a protocol violation (below) → every pending request at once with {@link TransportException}
+ *   reason {@link TransportException.Reason#PROTOCOL_VIOLATION}.</li>
  * </ul>
- * A request above the worker's limits fails with {@link FrameTooLargeException} before a byte is
- * written. There is no per-request deadline here: use {@code orTimeout} on the future (an
- * abandoned id's late reply is counted as discarded). Futures complete on the transport's I/O
- * thread: do not block in dependent stages (use the {@code *Async} variants for heavy work).
+ * A request above the worker's limits fails with {@link io.qvm.protocol.FrameTooLargeException} before a byte is
+ * written. There is no per-request deadline here: use {@code orTimeout} on the future (the late
+ * reply to a request given up on this way, or cancelled, is dropped). Futures complete on the
+ * transport's I/O thread: do not block in dependent stages (use the {@code *Async} variants for
+ * heavy work).
+ *
+ * <p><b>Protocol violations.</b> After READY the worker sends nothing but one answer per request,
+ * under that request's id (adr/0003). Anything else is handled the moment it is decoded, as one
+ * event: bytes that are not a frame; a frame no request waits for (id 0, an id never sent, a
+ * second answer — but not the late answer to an abandoned request); an answer of the wrong kind;
+ * a frame the host refuses (above the response limit — an honest worker answers
+ * {@code ERROR TOO_LARGE} instead — or with an unusable header, kind or version). The transport
+ * then drops the connection: every pending request fails at once with a {@link TransportException}
+ * of reason {@link TransportException.Reason#PROTOCOL_VIOLATION} whose message says what the worker
+ * sent (its cause: the {@link io.qvm.protocol.FrameCorruptException} or
+ * {@link io.qvm.protocol.FrameTooLargeException}, if any),
+ * {@link #closed()} completes exceptionally with the same exception, and every later
+ * {@link #request} fails with it at once, before anything is written. Listen on {@link #closed()}
+ * to react without a request in flight.
  *
  * <p>Closing is idempotent and releases every socket, thread and event loop the transport owns.
  */
@@ -58,6 +73,7 @@ public interface SandboxTransport extends AutoCloseable {
      *
      * @param hello its limits must be the ones this transport was opened with
      * @throws TransportException no such READY within {@code deadline}; says what was discarded
+     *     meanwhile (stale bytes, frames by kind)
      * @throws TransportException the connection was lost (or closed) first
      * @throws IllegalStateException the handshake already succeeded on this transport
      */
@@ -79,21 +95,12 @@ public interface SandboxTransport extends AutoCloseable {
 
     /**
      * Completes when the transport is closed: normally after {@link #close()}, exceptionally with
-     * {@link TransportException} when the connection was lost first.
+     * {@link TransportException} when the connection was lost or dropped first — its
+     * {@link TransportException#reason() reason} {@link TransportException.Reason#PROTOCOL_VIOLATION}
+     * at the moment the worker broke the protocol, {@code FRAME_STALLED} when a frame stalled,
+     * {@code CLOSED} when the peer went away.
      */
     CompletableFuture<Void> closed();
-
-    /**
-     * Bytes the frame decoder skipped so far: stale bytes between frames and the bytes of
-     * rejected frames (too large, corrupt). Frames dropped whole are in {@link #discardedFrames()}.
-     */
-    long discardedBytes();
-
-    /**
-     * Well-formed frames that were dropped: everything before the handshake's READY (stale READYs
-     * included) and replies nobody waits for any more; plus rejected frames nobody waits for.
-     */
-    long discardedFrames();
 
     /** Fails pending requests with {@link TransportException} and releases everything. Idempotent. */
     @Override

@@ -6,8 +6,9 @@ import java.util.Objects;
 
 /**
  * The transport's one failure: no connection to the worker could be made, the connection is gone
- * (or was dropped because a frame stalled), or the handshake did not complete. {@link #reason()} says which; the message names the endpoint
- * or the session and what to look at. Frames the transport refuses fail with the protocol's
+ * (or was dropped because a frame stalled or the worker broke the protocol), or the handshake did
+ * not complete. {@link #reason()} says which; the message names the endpoint or the session and
+ * what to look at. Frames the transport refuses fail with the protocol's
  * {@link io.qvm.protocol.FrameException}, and a worker's typed answer with
  * {@link WorkerErrorException}. In every case the usual reaction is the same: close the transport
  * and replace the sandbox.
@@ -42,7 +43,19 @@ public class TransportException extends IOException {
          * does this is stuck or hostile: replace the sandbox. The message names the frame's
          * request id and how many of its declared bytes came.
          */
-        FRAME_STALLED
+        FRAME_STALLED,
+        /**
+         * After the handshake the worker sent something other than one answer per request under
+         * that request's id: bytes that are not a frame, a frame no request waits for (an id never
+         * sent or already answered, or id 0), an answer of the wrong kind, or a frame the host
+         * refused (above the response limit, or with an unusable header, kind or version). The
+         * host dropped the connection at that moment: every pending request failed with this
+         * failure, and every later one fails with it before anything is written. The message
+         * says what the worker sent; the cause, where there is one, is the decoder's
+         * {@link io.qvm.protocol.FrameException}. The worker is not to be trusted any more (a
+         * document may have taken it over): replace the sandbox, and do not retry the document.
+         */
+        PROTOCOL_VIOLATION
     }
 
     private final Reason reason;
@@ -56,12 +69,16 @@ public class TransportException extends IOException {
         this.reason = Objects.requireNonNull(reason, "reason");
     }
 
-    /** The {@link Reason#HANDSHAKE_TIMEOUT} failure, with what was discarded meanwhile. */
-    public static TransportException handshakeTimeout(String transportKind, Duration deadline, long discardedBytes,
+    /**
+     * The {@link Reason#HANDSHAKE_TIMEOUT} failure, with what the handshake discarded meanwhile:
+     * {@code staleBytes} outside frames and {@code discardedFrames} frames, {@code discardedSummary}
+     * naming them by kind (e.g. {@code "1 READY, 2 rejected"}; may be empty).
+     */
+    public static TransportException handshakeTimeout(String transportKind, Duration deadline, long staleBytes,
             long discardedFrames, String discardedSummary) {
         return new TransportException(Reason.HANDSHAKE_TIMEOUT, "no READY with this session's nonce on the "
-                + transportKind + " transport within " + deadline + "; discarded meanwhile: " + discardedBytes
-                + " stale or rejected bytes and " + discardedFrames + " frames"
+                + transportKind + " transport within " + deadline + "; discarded meanwhile: " + staleBytes
+                + " stale bytes and " + discardedFrames + " frames"
                 + (discardedSummary.isEmpty() ? "" : " (" + discardedSummary + ")")
                 + ". Check that the worker started (guest console) and that host and image are from the same release");
     }
@@ -72,6 +89,16 @@ public class TransportException extends IOException {
         return new TransportException(Reason.FRAME_STALLED, "frame " + requestId + " stalled: " + receivedBytes
                 + " of its " + declaredBytes + " bytes after the prefix arrived, then nothing for " + stallTimeout
                 + "; the connection to the worker was dropped (the worker is stuck or hostile: replace the sandbox)");
+    }
+
+    /**
+     * The {@link Reason#PROTOCOL_VIOLATION} failure: the worker on the {@code transportKind}
+     * transport sent {@code what} after READY ({@code cause}: the decoder's reason, or null).
+     */
+    public static TransportException protocolViolation(String transportKind, String what, Throwable cause) {
+        return new TransportException(Reason.PROTOCOL_VIOLATION, "the worker broke the protocol on the "
+                + transportKind + " transport after READY: " + what + "; the host dropped the connection and fails"
+                + " every request on it (the worker is not to be trusted: replace the sandbox)", cause);
     }
 
     public Reason reason() {

@@ -267,10 +267,6 @@ public final class VmStart {
         List<String> notes = new ArrayList<>(earlier);
         target.accel().warning().ifPresent(notes::add);
         notes.add("worker " + ready.version() + " capabilities " + ready.capabilities());
-        if (transport.discardedBytes() > 0 || transport.discardedFrames() > 0) {
-            notes.add("handshake discarded " + transport.discardedBytes() + " stale bytes and "
-                    + transport.discardedFrames() + " frames");
-        }
         return new BootReport(target.accel().accelerator().qemuName(), machine(), transport.kind(), phases, notes,
                 template);
     }

@@ -16,7 +16,6 @@ import io.qvm.backend.process.StopLadder;
 import io.qvm.backend.process.StopReport;
 import io.qvm.backend.qmp.QmpClient;
 import io.qvm.protocol.Frame;
-import io.qvm.protocol.FrameCorruptException;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.FrameTooLargeException;
 import io.qvm.protocol.Limits;
@@ -50,7 +49,11 @@ import java.util.function.Consumer;
  * <p>The worker is trusted with nothing: a render result is checked against its own header, the
  * request and the {@link Limits} the sandbox was opened with before it is returned
  * ({@link Messages#renderResult(Frame, RenderRequest, Limits)}), and an answer that breaks the
- * protocol stops the sandbox with {@link SandboxLostException.Reason#PROTOCOL_VIOLATION}.
+ * protocol stops the sandbox with {@link SandboxLostException.Reason#PROTOCOL_VIOLATION}. So does
+ * anything else the worker sends after READY: the transport reports it as an event, the moment it
+ * is decoded (its {@link SandboxTransport#closed()} fails with reason
+ * {@link TransportException.Reason#PROTOCOL_VIOLATION}, or {@code FRAME_STALLED}), and the sandbox
+ * stops its VM then, with or without a request in flight; the next request says why.
  */
 public final class QemuSandbox implements Sandbox {
 
@@ -76,12 +79,10 @@ public final class QemuSandbox implements Sandbox {
      * the guest printed since, so no earlier document's output reaches this caller.
      */
     private volatile long requestConsoleMark;
-    /** What the transport had discarded when the worker was READY: after that, anything more is the worker's doing. */
-    private final long discardedBytesAtReady;
-    private final long discardedFramesAtReady;
-    /** How often a request in flight looks for bytes or frames that answer nothing. */
-    private static final long STRAY_CHECK_MILLIS = 200;
     private volatile StopReport stopReport;
+    /** Why the worker lost this sandbox by breaking the protocol, once it did (guarded by itself for writes). */
+    private final Object lossLock = new Object();
+    private volatile SandboxLostException lost;
 
     /**
      * Everything a started sandbox owns; the backend builds it once the handshake succeeded.
@@ -100,13 +101,26 @@ public final class QemuSandbox implements Sandbox {
         this.qemu = p.qemu();
         this.qmp = p.qmp();
         this.transport = p.transport();
-        this.discardedBytesAtReady = transport.discardedBytes();
-        this.discardedFramesAtReady = transport.discardedFrames();
         this.state = p.state();
         this.sockets = p.sockets();
         this.console = p.console();
         this.extras = List.copyOf(p.extras());
         this.onClosed = onClosed;
+        // Last, once every field is set: it may run at once (a violation right after READY).
+        transport.closed().whenComplete((v, err) -> {
+            if (brokeTheProtocol(err)) {
+                Thread t = new Thread(() -> lose(err.getMessage(), err),
+                        "qvm-" + id + "-violation");
+                t.setDaemon(true);
+                t.start(); // stopping waits for QEMU: not on the transport's I/O thread
+            }
+        });
+    }
+
+    /** Whether the transport was dropped for something the worker sent (not a plain connection loss). */
+    private static boolean brokeTheProtocol(Throwable err) {
+        return err instanceof TransportException t && (t.reason() == TransportException.Reason.PROTOCOL_VIOLATION
+                || t.reason() == TransportException.Reason.FRAME_STALLED);
     }
 
     @Override
@@ -187,32 +201,21 @@ public final class QemuSandbox implements Sandbox {
                 throw overflowed(what, null); // stopped while idle: nothing is sent to what is left of it
             }
             requestConsoleMark = qemu.consoleBytes(); // this request's evidence starts here
-            refuseStrays(what, null); // what came after the last answer: never hand the next document to that worker
             CompletableFuture<Frame> reply = transport.request(request);
-            if (reply.isCompletedExceptionally()
-                    && reply.handle((f, err) -> err).getNow(null) instanceof FrameTooLargeException big) {
+            Throwable refused = reply.isCompletedExceptionally() ? reply.handle((f, err) -> err).getNow(null) : null;
+            if (refused instanceof FrameTooLargeException big) {
                 // Refused by this side's own check before anything was written (a header above the
                 // frame limit): the caller's request, not the worker's doing.
                 throw new RenderFailedException(ErrorCode.TOO_LARGE, "the " + what + " request could not be sent: "
                         + big.getMessage() + "; nothing was sent");
             }
+            if (brokeTheProtocol(refused)) { // while idle, and the event's own stop has not come this far yet
+                throw lose("the worker broke the protocol before the " + what + " request, which was not sent ("
+                        + refused.getMessage() + ")", refused);
+            }
             Duration deadline = config.requestTimeout();
-            long end = System.nanoTime() + deadline.toNanos();
             try {
-                while (true) {
-                    long left = end - System.nanoTime();
-                    if (left <= 0) {
-                        throw new TimeoutException();
-                    }
-                    try {
-                        Frame answer = reply.get(Math.min(TimeUnit.NANOSECONDS.toMillis(left) + 1, STRAY_CHECK_MILLIS),
-                                TimeUnit.MILLISECONDS);
-                        refuseStrays(what, reply);
-                        return answer;
-                    } catch (TimeoutException slice) {
-                        refuseStrays(what, reply);
-                    }
-                }
+                return reply.get(deadline.toNanos(), TimeUnit.NANOSECONDS);
             } catch (TimeoutException e) {
                 reply.cancel(false);
                 String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
@@ -223,9 +226,6 @@ public final class QemuSandbox implements Sandbox {
                         + "next request (or raise SandboxConfig.requestTimeout).", null, consoleTail, stderrTail,
                         console.workerExitStatus().orElse(null));
             } catch (ExecutionException e) {
-                if (e.getCause() instanceof WorkerErrorException) {
-                    refuseStrays(what, reply); // an ERROR answer is an answer: what came with it counts too
-                }
                 throw mapFailure(e.getCause(), what);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -234,31 +234,11 @@ public final class QemuSandbox implements Sandbox {
         }
     }
 
-    /**
-     * After READY the worker sends nothing but one answer per request, under that request's id: a
-     * stray byte (garbage between frames) or a frame that answers no waiting request (another
-     * request's id, a second answer) means the worker no longer speaks the protocol — the document
-     * may have taken it over — so the sandbox is stopped, whatever answer may have come with it.
-     */
-    private void refuseStrays(String what, CompletableFuture<Frame> reply) {
-        long bytes = transport.discardedBytes() - discardedBytesAtReady;
-        long frames = transport.discardedFrames() - discardedFramesAtReady;
-        if (bytes > 0 || frames > 0) {
-            if (reply != null) {
-                reply.cancel(false);
-            }
-            throw violation(what, "after READY it sent " + (bytes > 0 ? bytes + " bytes that are not frames" : "")
-                    + (bytes > 0 && frames > 0 ? " and " : "") + (frames > 0 ? frames + " frames that answer no waiting"
-                    + " request (another request's id, or a second answer)" : ""), null);
-        }
-    }
-
     private SandboxException mapFailure(Throwable cause, String what) {
         if (cause instanceof WorkerErrorException w) {
             return new RenderFailedException(w.code(), w.reply().message());
         }
-        if (cause instanceof FrameCorruptException || cause instanceof FrameTooLargeException
-                || cause instanceof TransportException t && t.reason() == TransportException.Reason.FRAME_STALLED) {
+        if (brokeTheProtocol(cause)) { // the transport's event: the listener may be stopping the sandbox already
             return violation(what, cause.getMessage(), cause);
         }
         // The connection is gone: QEMU died, or the worker ended (the guest then powers off).
@@ -280,17 +260,31 @@ public final class QemuSandbox implements Sandbox {
     }
 
     /**
-     * The worker's answer broke the protocol: stops the sandbox without a GOODBYE (its worker is
-     * not to be trusted with one) and returns the failure that says so.
+     * The worker's answer to a request broke the protocol: stops the sandbox without a GOODBYE
+     * (its worker is not to be trusted with one) and returns the failure that says so.
      */
     private SandboxLostException violation(String what, String problem, Throwable cause) {
-        String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
-        String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
+        return lose("the worker's answer to the " + what + " request breaks the protocol (" + problem + ")", cause);
+    }
+
+    /**
+     * The one way a sandbox is lost to a protocol violation, from a request's thread or from the
+     * transport's event: the first caller keeps the evidence (the console and stderr tails, read
+     * before the VM is stopped) and stops the VM; every caller gets that first failure.
+     */
+    private SandboxLostException lose(String problem, Throwable cause) {
+        synchronized (lossLock) {
+            if (lost == null) {
+                String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
+                String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
+                lost = new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id + ": "
+                        + problem + "; the sandbox was stopped and nothing of the answer is passed on. Its worker is"
+                        + " not to be trusted: the document may have compromised it", cause, consoleTail, stderrTail,
+                        console.workerExitStatus().orElse(null));
+            }
+        }
         stop(false);
-        return new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id
-                + ": the worker's answer to the " + what + " request breaks the protocol (" + problem + "); the sandbox"
-                + " was stopped and nothing of the answer is passed on. Its worker is not to be trusted: the document"
-                + " may have compromised it", cause, consoleTail, stderrTail, console.workerExitStatus().orElse(null));
+        return lost;
     }
 
     /**
@@ -313,6 +307,11 @@ public final class QemuSandbox implements Sandbox {
     }
 
     private void ensureOpen() {
+        SandboxLostException why = lost;
+        if (why != null) {
+            throw new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id
+                    + " is closed: " + why.getMessage() + "; start a new one", why);
+        }
         if (closed.get() && console.overflow().isPresent()) {
             throw new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id
                     + " is closed: " + console.overflow().get() + ", so the host stopped the VM; start a new one");

@@ -18,13 +18,13 @@ import io.qvm.transport.WorkerErrorException;
 import java.io.EOFException;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -33,9 +33,19 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The one {@link SandboxTransport} behind every kind of connection: the handshake gate, the id →
- * future map and the close handling. A {@link Link} moves the frames; it calls back
- * {@link #onFrame}, {@link #onRejected} and {@link #onLinkClosed} from its reader thread (or
- * event loop), one call at a time.
+ * request map, protocol violations and the close handling. A {@link Link} moves the frames; it
+ * calls back {@link #onFrame}, {@link #onRejected}, {@link #onStale} and {@link #onLinkClosed}
+ * from its reader thread (or event loop), one call at a time, in stream order.
+ *
+ * <p><b>Before READY</b> everything that arrives is discarded (the session's resynchronisation,
+ * adr/0003) and tallied for the handshake's timeout message only. <b>After READY</b> the worker
+ * may send nothing but one answer per request, under that request's id; anything else is a
+ * protocol violation, handled the moment it is decoded: {@code violate} drops the connection
+ * with {@link TransportException.Reason#PROTOCOL_VIOLATION}, which fails every pending request at
+ * once, completes {@link #closed()} exceptionally and fails every later request before writing.
+ * The one exception is the late answer to a request the caller abandoned (cancelled, or timed out
+ * with {@code orTimeout}): the worker was slow, not hostile, so it is dropped — once per id, and
+ * only if it is of that request's reply kind or ERROR.
  *
  * <p>Internal: construct it through the transports' factories.
  */
@@ -46,9 +56,6 @@ public final class FrameDispatcher implements SandboxTransport {
         /** Writes a whole frame; the future completes once written, or fails with the reason. */
         CompletableFuture<Void> send(Frame frame);
 
-        /** Bytes the link's decoder skipped (stale + rejected). */
-        long discardedBytes();
-
         /** Bytes the link's decoder holds for a frame still arriving (0 between frames). */
         default long bufferedBytes() {
             return 0;
@@ -58,17 +65,32 @@ public final class FrameDispatcher implements SandboxTransport {
         void close();
     }
 
+    /**
+     * How many abandoned request ids are remembered for their late answers; beyond it the oldest
+     * is forgotten (its answer, if it ever comes, is then a violation). A caller that abandons
+     * this many requests to one worker has stopped talking to it anyway.
+     */
+    static final int ABANDONED_IDS = 1024;
+
+    /** A request waiting for its answer. */
+    private record Pending(FrameKind sent, CompletableFuture<Frame> reply) {
+    }
+
     private final String kind;
     private final Limits limits;
     private final FrameLimits inbound;
     private final FrameLimits outbound;
     private volatile Link link;
 
-    private final Map<Long, CompletableFuture<Frame>> pending = new ConcurrentHashMap<>();
-    private final Map<Long, FrameKind> pendingKinds = new ConcurrentHashMap<>();
+    private final Object ids = new Object();
+    private final Map<Long, Pending> pending = new HashMap<>(); // guarded by ids
+    private final Map<Long, FrameKind> abandoned = new LinkedHashMap<>(16, 0.75f, false) { // guarded by ids
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, FrameKind> eldest) {
+            return size() > ABANDONED_IDS;
+        }
+    };
     private final AtomicLong nextId = new AtomicLong(1);
-    private final AtomicLong discardedFrames = new AtomicLong();
-    private final Map<FrameKind, Long> discardedKinds = new EnumMap<>(FrameKind.class);
     private final CompletableFuture<Void> closed = new CompletableFuture<>();
     private final AtomicBoolean closing = new AtomicBoolean();
 
@@ -77,6 +99,10 @@ public final class FrameDispatcher implements SandboxTransport {
     private CompletableFuture<Ready> awaitedReady; // guarded by gate
     private volatile boolean ready;
     private volatile TransportException closedBy;
+
+    /** What arrived before READY, for the handshake's timeout message only (guarded by itself). */
+    private final Map<String, Long> beforeReady = new LinkedHashMap<>();
+    private volatile long staleBeforeReady;
 
     public FrameDispatcher(String kind, Limits limits) {
         this.kind = Objects.requireNonNull(kind, "kind");
@@ -140,7 +166,7 @@ public final class FrameDispatcher implements SandboxTransport {
         try {
             return answer.get(Math.max(0, deadline.toNanos()), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
-            throw TransportException.handshakeTimeout(kind, deadline, discardedBytes(), discardedFrames(), discardedSummary());
+            throw handshakeTimeout(deadline);
         } catch (ExecutionException e) {
             throw asTransportException(e.getCause());
         } finally {
@@ -183,13 +209,16 @@ public final class FrameDispatcher implements SandboxTransport {
             return CompletableFuture.failedFuture(e);
         }
         CompletableFuture<Frame> reply = new CompletableFuture<>();
-        pendingKinds.put(id, request.kind());
-        pending.put(id, reply);
-        reply.whenComplete((f, err) -> forget(id)); // also when the caller cancels or times out
-        gone = closedBy;
-        if (gone != null) { // lost while registering: the close sweep may have missed this one
-            reply.completeExceptionally(gone);
-            return reply;
+        synchronized (ids) {
+            gone = closedBy; // set before the close sweep takes this lock: registered here, swept there
+            if (gone != null) {
+                return CompletableFuture.failedFuture(gone);
+            }
+            pending.put(id, new Pending(request.kind(), reply));
+        }
+        reply.whenComplete((f, err) -> abandon(id)); // a no-op unless the caller gave up (cancel, orTimeout)
+        if (reply.isDone()) {
+            return reply; // failed by a violation or a close since it was registered: nothing is written
         }
         link.send(frame).whenComplete((v, err) -> {
             if (err != null) {
@@ -199,36 +228,73 @@ public final class FrameDispatcher implements SandboxTransport {
         return reply;
     }
 
-    private void forget(long id) {
-        pending.remove(id);
-        pendingKinds.remove(id);
+    /**
+     * The request's future completed: if it is still registered, nothing from the worker completed
+     * it (the caller cancelled it or timed it out), so its late answer is expected and harmless.
+     */
+    private void abandon(long id) {
+        synchronized (ids) {
+            Pending p = pending.remove(id);
+            if (p != null && closedBy == null) {
+                abandoned.put(id, p.sent());
+            }
+        }
+    }
+
+    /** Takes the request that {@code frame} answers out of the map; null if none waits for it. */
+    private Pending claim(long id) {
+        synchronized (ids) {
+            return pending.remove(id);
+        }
     }
 
     // ---------------------------------------------------------------- inbound (link thread)
 
     /** A well-formed frame arrived. */
     public void onFrame(Frame frame) {
+        if (closing.get()) {
+            return; // dropped (or being dropped): nothing more is delivered
+        }
         if (!ready) {
             if (!acceptReady(frame)) {
-                discard(frame.kind());
+                tallyBeforeReady(frame.kind().toString());
             }
             return;
         }
-        CompletableFuture<Frame> reply = frame.requestId() == Hello.REQUEST_ID ? null : pending.get(frame.requestId());
-        FrameKind sent = pendingKinds.get(frame.requestId());
-        if (reply == null || sent == null) {
-            discard(frame.kind());
+        long id = frame.requestId();
+        Pending p = id == Hello.REQUEST_ID ? null : claim(id);
+        if (p == null) {
+            unclaimed(frame);
             return;
         }
         if (frame.kind() == FrameKind.ERROR) {
-            reply.completeExceptionally(new WorkerErrorException(Messages.errorReply(frame)));
-        } else if (frame.kind() == sent.replyKind()) {
-            reply.complete(frame);
+            p.reply().completeExceptionally(new WorkerErrorException(Messages.errorReply(frame)));
+        } else if (frame.kind() == p.sent().replyKind()) {
+            p.reply().complete(frame);
         } else {
-            reply.completeExceptionally(new FrameCorruptException(frame.requestId(), sent + " request "
-                    + frame.requestId() + " was answered with " + frame.kind() + " (expected " + sent.replyKind()
-                    + " or ERROR): the worker does not speak this protocol"));
+            p.reply().completeExceptionally(violate(p.sent() + " request " + id + " was answered with "
+                    + frame.kind() + " (expected " + p.sent().replyKind() + " or ERROR)", new FrameCorruptException(id,
+                    p.sent() + " request " + id + " was answered with " + frame.kind()
+                    + ": the worker does not speak this protocol")));
         }
+    }
+
+    /** A frame no request waits for: the late answer to an abandoned request, or a violation. */
+    private void unclaimed(Frame frame) {
+        long id = frame.requestId();
+        FrameKind sent;
+        synchronized (ids) {
+            sent = abandoned.remove(id);
+        }
+        if (sent != null && (frame.kind() == sent.replyKind() || frame.kind() == FrameKind.ERROR)) {
+            return; // the caller gave up on it first: the worker was slow, not hostile
+        }
+        String which = id == Hello.REQUEST_ID ? "id 0, the handshake's"
+                : id >= nextId.get() ? "no request with that id was sent"
+                : sent != null ? "the abandoned " + sent + " request's, of the wrong kind"
+                : "that request was already answered";
+        violate("a " + frame.kind() + " frame for request " + id + ", which no request waits for (" + which + ")",
+                null);
     }
 
     private boolean acceptReady(Frame frame) {
@@ -256,14 +322,42 @@ public final class FrameDispatcher implements SandboxTransport {
         return true;
     }
 
-    /** A frame with a sound prefix could not be accepted; fail the request it answers, if any. */
+    /**
+     * A frame with a sound prefix could not be accepted (too large, unusable header, kind or
+     * version): before READY it is skipped; after it, a violation.
+     */
     public void onRejected(long requestId, FrameException reason) {
-        CompletableFuture<Frame> reply = ready && requestId != Hello.REQUEST_ID ? pending.get(requestId) : null;
-        if (reply == null) {
-            discard(null);
+        if (closing.get()) {
             return;
         }
-        reply.completeExceptionally(reason);
+        if (!ready) {
+            tallyBeforeReady("rejected");
+            return;
+        }
+        violate("a frame for request " + requestId + " the host refused: " + reason.getMessage(), reason);
+    }
+
+    /** The decoder skipped {@code bytes} that are no frame: before READY stale, after it a violation. */
+    public void onStale(long bytes) {
+        if (closing.get()) {
+            return;
+        }
+        if (!ready) {
+            staleBeforeReady += bytes; // the link thread is the only writer
+            return;
+        }
+        violate(bytes + " bytes that are not frames, between frames", null);
+    }
+
+    /**
+     * The worker broke the protocol after READY: drops the connection with
+     * {@link TransportException.Reason#PROTOCOL_VIOLATION}, which fails every pending request at
+     * once and every later one before it is written. Returns what they fail with (this
+     * violation, or the close that came first).
+     */
+    private TransportException violate(String what, Throwable cause) {
+        shutdown(TransportException.protocolViolation(kind, what, cause), false);
+        return closedBy;
     }
 
     /**
@@ -291,7 +385,13 @@ public final class FrameDispatcher implements SandboxTransport {
         if (!closing.compareAndSet(false, true)) {
             return;
         }
-        closedBy = reason;
+        List<Pending> failing;
+        synchronized (ids) {
+            closedBy = reason;
+            failing = new ArrayList<>(pending.values());
+            pending.clear();
+            abandoned.clear();
+        }
         CompletableFuture<Ready> answer;
         synchronized (gate) {
             answer = awaitedReady;
@@ -299,8 +399,8 @@ public final class FrameDispatcher implements SandboxTransport {
         if (answer != null) {
             answer.completeExceptionally(reason);
         }
-        for (CompletableFuture<Frame> f : new ArrayList<>(pending.values())) {
-            f.completeExceptionally(reason);
+        for (Pending p : failing) {
+            p.reply().completeExceptionally(reason);
         }
         Link l = link;
         try {
@@ -321,17 +421,6 @@ public final class FrameDispatcher implements SandboxTransport {
         return closed;
     }
 
-    @Override
-    public long discardedBytes() {
-        Link l = link;
-        return l == null ? 0 : l.discardedBytes();
-    }
-
-    @Override
-    public long discardedFrames() {
-        return discardedFrames.get();
-    }
-
     /**
      * Bytes held for a frame from the worker that is still arriving (diagnostics and tests): what
      * a peer that declared a large frame and stopped costs the host.
@@ -343,24 +432,28 @@ public final class FrameDispatcher implements SandboxTransport {
 
     /** How many requests wait for a reply (diagnostics and tests). */
     public int pendingRequests() {
-        return pending.size();
+        synchronized (ids) {
+            return pending.size();
+        }
     }
 
-    private void discard(FrameKind k) {
-        discardedFrames.incrementAndGet();
-        if (k != null) {
-            synchronized (discardedKinds) {
-                discardedKinds.merge(k, 1L, Long::sum);
+    private void tallyBeforeReady(String what) {
+        synchronized (beforeReady) {
+            beforeReady.merge(what, 1L, Long::sum);
+        }
+    }
+
+    /** The handshake's timeout, with what arrived instead of its READY. */
+    private TransportException handshakeTimeout(Duration deadline) {
+        List<String> parts = new ArrayList<>();
+        long frames = 0;
+        synchronized (beforeReady) {
+            for (Map.Entry<String, Long> e : beforeReady.entrySet()) {
+                parts.add(e.getValue() + " " + e.getKey());
+                frames += e.getValue();
             }
         }
-    }
-
-    private String discardedSummary() {
-        List<String> parts = new ArrayList<>();
-        synchronized (discardedKinds) {
-            discardedKinds.forEach((k, n) -> parts.add(n + " " + k));
-        }
-        return String.join(", ", parts);
+        return TransportException.handshakeTimeout(kind, deadline, staleBeforeReady, frames, String.join(", ", parts));
     }
 
     /** A frame the encoder refused fails its request with that {@link FrameException} (e.g. too large). */

@@ -29,14 +29,17 @@ import java.util.concurrent.TimeUnit;
  *  +----------------------+--------------------------------+-------+--------------------------+
  *
  *  AFTER (what goes downstream, in order):
- *  Frame(kind, id, header, body)        RejectedFrame(id', FrameTooLargeException)
- *  and staleBytes() counts "..Q..QVMF.." and the junk; rejectedBytes() the skipped frame.
+ *  StaleBytes(n)  Frame(kind, id, header, body)  StaleBytes(j)  RejectedFrame(id', FrameTooLargeException)
+ *  where n counts "..Q..QVMF.." and j the junk; staleBytes() sums them, rejectedBytes() the skipped frame.
  * </pre>
  *
  * <ul>
  *   <li><b>Resynchronisation.</b> A prefix is accepted only if its magic and its CRC-32C both
  *   match; otherwise one byte is dropped (and every byte up to the next {@code 'Q'}), counted in
- *   {@link #staleBytes()}. A fake magic inside stale bytes costs a checksum, nothing more.</li>
+ *   {@link #staleBytes()}. A fake magic inside stale bytes costs a checksum, nothing more. Each
+ *   run of dropped bytes also goes downstream, once, as {@link StaleBytes}: before the frame that
+ *   ends it, or at the end of the read (so the host sees stale bytes in stream order, the moment
+ *   they arrive, and can tell those before the handshake from those after it).</li>
  *   <li><b>Limits before allocation.</b> The header and body lengths are checked against the
  *   {@link FrameLimits} before anything is allocated, and an accepted length is still not
  *   allocated up front (below). A frame above them puts the decoder in
@@ -55,7 +58,9 @@ import java.util.concurrent.TimeUnit;
  *   {@link TransportException.Reason#FRAME_STALLED} and closes the channel. The timer runs on the
  *   channel's event loop and is armed only while a frame is incomplete after a read.</li>
  *   <li><b>End of stream.</b> A stream that ends inside a frame gives a {@link RejectedFrame} with
- *   {@link FrameTruncatedException}; one that ends inside stale bytes just counts them.</li>
+ *   {@link FrameTruncatedException}; one that ends inside stale bytes just counts them (the
+ *   last bytes, an incomplete prefix, may be a frame cut off by the end: they are counted but not
+ *   passed on as {@link StaleBytes}).</li>
  * </ul>
  *
  * <p>One instance per channel (it keeps state); the counters may be read from any thread.
@@ -86,6 +91,7 @@ public final class FrameDecoder extends ByteToMessageDecoder {
     private boolean stalled;
 
     private volatile long staleBytes;
+    private long staleRun; // dropped since the last StaleBytes went downstream
     private volatile long rejectedBytes;
     private volatile long rejectedFrames;
     private volatile long bufferedBytes;
@@ -151,6 +157,7 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         while (step(in, out)) {
             // each step either consumed bytes or changed state; stop when it can do neither
         }
+        flushStale(out);
         bufferedBytes = body == null ? 0 : body.capacity();
         if (state != State.SCAN && stallCheck == null) {
             stallCheck = ctx.executor().schedule(() -> checkStall(ctx), stallNanos, TimeUnit.NANOSECONDS);
@@ -234,6 +241,7 @@ public final class FrameDecoder extends ByteToMessageDecoder {
             dropStale(in, 1);
             return true;
         }
+        flushStale(out); // the run ends here, before this frame
         in.skipBytes(FrameCodec.PREFIX_BYTES);
         try {
             kind = FrameCodec.validate(p, limits);
@@ -301,6 +309,15 @@ public final class FrameDecoder extends ByteToMessageDecoder {
     private void dropStale(ByteBuf in, int n) {
         in.skipBytes(n);
         staleBytes += n;
+        staleRun += n;
+    }
+
+    /** Passes the current run of stale bytes downstream, if any. */
+    private void flushStale(List<Object> out) {
+        if (staleRun > 0) {
+            out.add(new StaleBytes(staleRun));
+            staleRun = 0;
+        }
     }
 
     private void reset() {
@@ -323,8 +340,9 @@ public final class FrameDecoder extends ByteToMessageDecoder {
             rejectedFrames++;
             out.add(new RejectedFrame(prefix.requestId(), truncated(prefix.requestId(), got, wanted)));
         }
-        if (in.isReadable()) {
-            dropStale(in, in.readableBytes()); // an incomplete prefix or header: nothing to deliver
+        if (in.isReadable()) { // an incomplete prefix or header: counted, not reported (the end cut it off)
+            staleBytes += in.readableBytes();
+            in.skipBytes(in.readableBytes());
         }
         reset();
     }

@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <pre>
  *  pipeline:  [FrameDecoder] → [FrameEncoder] → [DispatchHandler → FrameDispatcher]
- *  inbound:   bytes → Frame | RejectedFrame → dispatcher.onFrame / onRejected
+ *  inbound:   bytes → Frame | RejectedFrame | StaleBytes → dispatcher.onFrame / onRejected / onStale
  *  close:     channelInactive → dispatcher.onLinkClosed(cause)
  * </pre>
  */
@@ -62,11 +62,6 @@ final class NettyLink implements FrameDispatcher.Link {
     }
 
     @Override
-    public long discardedBytes() {
-        return decoder.staleBytes() + decoder.rejectedBytes();
-    }
-
-    @Override
     public long bufferedBytes() {
         return decoder.bufferedBytes();
     }
@@ -103,6 +98,8 @@ final class NettyLink implements FrameDispatcher.Link {
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             if (msg instanceof Frame frame) {
                 dispatcher.onFrame(frame);
+            } else if (msg instanceof StaleBytes stale) {
+                dispatcher.onStale(stale.bytes());
             } else if (msg instanceof RejectedFrame rejected) {
                 if (rejected.reason() instanceof FrameTruncatedException) {
                     cause = rejected.reason(); // the connection is ending; it fails every request at once

@@ -59,7 +59,12 @@ class FrameCodecChannelTest {
         return new EmbeddedChannel(new FrameDecoder(limits));
     }
 
+    /** Frames and rejections, in order ({@link StaleBytes} reports are left out: {@link #drainAll}). */
     private static List<Object> drain(EmbeddedChannel ch) {
+        return drainAll(ch).stream().filter(m -> !(m instanceof StaleBytes)).toList();
+    }
+
+    private static List<Object> drainAll(EmbeddedChannel ch) {
         List<Object> out = new ArrayList<>();
         Object m;
         while ((m = ch.readInbound()) != null) {
@@ -353,8 +358,36 @@ class FrameCodecChannelTest {
         EmbeddedChannel ch = new EmbeddedChannel(d);
         ch.writeInbound(Unpooled.wrappedBuffer("abcQVMF12".getBytes()));
         ch.finish();
-        assertNull(ch.readInbound());
+        assertEquals(new StaleBytes(3), ch.readInbound(), "up to the 'Q' that may begin a prefix");
+        assertNull(ch.readInbound(), "the incomplete prefix the end cut off is counted, not reported");
         assertEquals(9, d.staleBytes());
+    }
+
+    /**
+     * Stale bytes go downstream in stream order, one report per run: before the frame that ends
+     * the run, or at the end of the read — so a reader can tell the bytes before a READY from
+     * those after it, even within one read.
+     */
+    @Test
+    void staleBytesAreReportedInStreamOrderOncePerRun() {
+        EmbeddedChannel ch = decoderChannel(LIMITS);
+        Frame a = echo(81, 10);
+        Frame b = echo(82, 10);
+        byte[] fake = encode(echo(83, 10));
+        fake[0] = 'q'; // a whole frame with a broken magic is stale too
+        ch.writeInbound(Unpooled.wrappedBuffer(concat("0123456".getBytes(), encode(a), fake, "xy".getBytes(),
+                encode(b), "tail".getBytes())));
+        List<Object> got = drainAll(ch);
+        assertEquals(5, got.size(), got::toString);
+        assertEquals(new StaleBytes(7), got.get(0));
+        assertSameFrame(a, got.get(1));
+        assertEquals(new StaleBytes(fake.length + 2), got.get(2));
+        assertSameFrame(b, got.get(3));
+        assertEquals(new StaleBytes(4), got.get(4), "the run at the end of the read");
+        assertEquals(7 + fake.length + 2 + 4, ch.pipeline().get(FrameDecoder.class).staleBytes());
+        ch.writeInbound(Unpooled.wrappedBuffer("more".getBytes()));
+        assertEquals(new StaleBytes(4), ch.readInbound(), "a new read, a new report");
+        assertNull(ch.readInbound());
     }
 
     @Test

@@ -97,6 +97,11 @@ public final class FakeWorker implements AutoCloseable {
             return new WrongId(delta);
         }
 
+        /** Answer under the right id with a frame of {@code kind} and an empty body (the wrong kind). */
+        static Effect wrongKind(FrameKind kind) {
+            return new WrongKind(kind);
+        }
+
         /** Answer as usual, then send the same answer again (a second answer to one request). */
         static Effect answerTwice() {
             return new AnswerTwice();
@@ -146,6 +151,9 @@ public final class FakeWorker implements AutoCloseable {
     }
 
     record WrongId(long delta) implements Effect {
+    }
+
+    record WrongKind(FrameKind kind) implements Effect {
     }
 
     record PartialReply(int declaredBytes, int sentBytes) implements Effect {
@@ -407,6 +415,8 @@ public final class FakeWorker implements AutoCloseable {
                 } else if (effect instanceof WrongId w) {
                     Frame right = normalAnswer(f);
                     writer.write(new Frame(right.kind(), right.requestId() + w.delta(), right.header(), right.body()));
+                } else if (effect instanceof WrongKind w) {
+                    writer.write(Frame.of(w.kind(), f.requestId(), new byte[0]));
                 } else if (effect instanceof AnswerTwice) {
                     Frame answer = normalAnswer(f);
                     writer.write(answer);
