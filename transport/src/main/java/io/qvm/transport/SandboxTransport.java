@@ -33,14 +33,14 @@ import java.util.concurrent.CompletableFuture;
  * <ul>
  *   <li>its reply kind ({@link FrameKind#replyKind()}) → the future completes with that frame;</li>
  *   <li>an ERROR frame → exceptionally with {@link WorkerErrorException} (the decoded
- *   {@link ErrorReply});</li>
- *   <li>a reply above the response limits → exceptionally with {@link FrameTooLargeException}
+ *   {@link io.qvm.protocol.ErrorReply});</li>
+ *   <li>a reply above the response limits → exceptionally with {@link io.qvm.protocol.FrameTooLargeException}
  *   (the reply was skipped without allocation; the transport goes on);</li>
- *   <li>a reply with an unusable header or the wrong kind → {@link FrameCorruptException};</li>
+ *   <li>a reply with an unusable header or the wrong kind → {@link io.qvm.protocol.FrameCorruptException};</li>
  *   <li>connection loss or {@link #close()} → every pending request at once with
  *   {@link TransportException} (its cause says why).</li>
  * </ul>
- * A request above the worker's limits fails with {@link FrameTooLargeException} before a byte is
+ * A request above the worker's limits fails with {@link io.qvm.protocol.FrameTooLargeException} before a byte is
  * written. There is no per-request deadline here: use {@code orTimeout} on the future (an
  * abandoned id's late reply is counted as discarded). Futures complete on the transport's I/O
  * thread: do not block in dependent stages (use the {@code *Async} variants for heavy work).
