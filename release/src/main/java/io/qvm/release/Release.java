@@ -48,7 +48,10 @@ import java.util.stream.Stream;
  * <li>{@code lock}: the lock pins every role for every architecture, the worker jar exists,
  *     {@code OUT/<version>} does not (a release directory is never overwritten), and the Maven
  *     repository holds no {@code io.qvm:qvm-image:<version>} unless it is a {@code -SNAPSHOT} (which
- *     the release replaces); staging starts in {@code OUT/.staging-<random>};</li>
+ *     the release replaces); when it installs or deploys, the library artifacts of the checkout
+ *     ({@link LibraryArtifacts}: the parent's and the BOM's POM, each library's POM, jar, sources
+ *     and javadoc jar) are built at this version and not installed already unless it is a
+ *     SNAPSHOT, and are copied into the staging that starts in {@code OUT/.staging-<random>};</li>
  * <li>per architecture {@code build:<arch>} (from the user's package cache) and
  *     {@code reproduce:<arch>}: a second full build from a fresh cache seeded with the same
  *     verified .debs only (every package extracted again), compared with the first byte for byte
@@ -65,9 +68,10 @@ import java.util.stream.Stream;
  *     image directory as the backend verifies it;</li>
  * <li>{@code publish}: the staged {@code <version>} directory moved to {@code OUT/<version>} in one
  *     rename;</li>
- * <li>{@code maven-install}: the POM, and per architecture the zip and the manifest, into the local
- *     Maven repository ({@link MavenInstaller}), once the zip's entries and the manifest match the
- *     SHA-256 kept at staging; a failure here (or later) puts the repository back as it was
+ * <li>{@code maven-install}: the POM, and per architecture the zip and the manifest, and the
+ *     library artifacts, each with its {@code .asc} signature when the release signs, into the
+ *     local Maven repository ({@link MavenInstaller}), once the zip's entries and the manifest match
+ *     the SHA-256 kept at staging; a failure here (or later) puts the repository back as it was
  *     ({@link MavenInstaller.Undo}) and removes the published directory;</li>
  * <li>{@code pins}: {@code OUT/<version>/pinned-images.properties} ({@link PinnedImages}), the
  *     SHA-256 and size of each architecture's zip — the file a backend of this version is built
@@ -155,6 +159,7 @@ public final class Release {
     private final MavenDeployer.Target deploy;
     private final PackageLock lock;
     private final Path workerJar;
+    private final Path reactor;
     private final ImageFactory images;
     private final Path cache;
     private final ReleaseGate gate;
@@ -172,6 +177,7 @@ public final class Release {
         this.deploy = b.deploy;
         this.lock = b.lock != null ? b.lock : PackageLock.bundled();
         this.workerJar = b.workerJar;
+        this.reactor = b.reactor;
         this.images = b.images != null ? b.images : new BuilderImages(lock, workerJar);
         this.cache = b.cache;
         this.gate = Objects.requireNonNull(b.gate, "a release needs its gate: builder().gate(...)");
@@ -224,6 +230,8 @@ public final class Release {
         MavenInstaller.Installed installed;
         /** The Maven artifacts, written once from the published directory and checked against staging. */
         Artifacts artifacts;
+        /** The library artifacts (adr/0013), copied into staging at lock; empty when nothing is installed or deployed. */
+        List<org.eclipse.aether.artifact.Artifact> libraries = List.of();
 
         Result run() {
             try {
@@ -318,13 +326,49 @@ public final class Release {
                         + "remove it or release another --version");
             }
             String replaces = install ? checkRepository() : "; not installed into a Maven repository (install off)";
+            LibraryArtifacts found = install || deploy != null ? LibraryArtifacts.fromReactor(reactor, version) : null;
+            if (found != null && install) {
+                checkLibraries(found);
+            }
             try {
                 Files.createDirectories(outDir);
                 staging = Files.createTempDirectory(outDir, ".staging-");
+                if (found != null) {
+                    libraries = copy(found.artifacts(), staging.resolve("libraries"));
+                }
             } catch (IOException e) {
                 throw new ReleaseException("cannot create a staging directory in " + outDir + ": " + e, e);
             }
-            return sb + "worker jar " + workerJar + "; version " + version + "; staging in " + staging + replaces;
+            return sb + "worker jar " + workerJar + "; version " + version + "; staging in " + staging + replaces
+                    + (found != null ? "; with the libraries " + found + " (" + libraries.size() + " artifacts)"
+                    : "; no libraries (neither installed nor deployed)");
+        }
+
+        /** Refuses to overwrite a released (not SNAPSHOT) library in the Maven repository, as for the image. */
+        void checkLibraries(LibraryArtifacts found) {
+            if (MavenInstaller.isSnapshot(version)) {
+                return;
+            }
+            for (org.eclipse.aether.artifact.Artifact a : found.artifacts()) {
+                Path there = MavenInstaller.path(mavenRepo, a);
+                if (Files.exists(there)) {
+                    throw new ReleaseException(mavenRepo + " holds " + there.getFileName() + " already: an installed "
+                            + "release is never overwritten; remove " + there.getParent() + " or release another --version");
+                }
+            }
+        }
+
+        /** Copies {@code artifacts}' files into {@code dir}: what is published is what was checked at lock. */
+        List<org.eclipse.aether.artifact.Artifact> copy(List<org.eclipse.aether.artifact.Artifact> artifacts, Path dir)
+                throws IOException {
+            Files.createDirectories(dir);
+            List<org.eclipse.aether.artifact.Artifact> out = new ArrayList<>();
+            for (org.eclipse.aether.artifact.Artifact a : artifacts) {
+                Path copy = dir.resolve(MavenInstaller.path(dir, a).getFileName());
+                Files.copy(a.getPath(), copy);
+                out.add(a.setPath(copy));
+            }
+            return out;
         }
 
         /**
@@ -529,17 +573,28 @@ public final class Release {
 
         String mavenInstall() {
             checkRepository();
-            Artifacts a = artifacts();
             Path dir = staging.resolve("maven");
+            List<org.eclipse.aether.artifact.Artifact> all = MavenInstaller.signed(everything(), signer,
+                    dir.resolve("signatures"));
             try {
-                undo = MavenInstaller.Undo.record(mavenRepo, version, archs, dir.resolve("previous"));
-                installed = MavenInstaller.install(mavenRepo, version, a.pom(), a.zips(), a.manifests());
+                undo = MavenInstaller.Undo.record(mavenRepo, all, dir.resolve("previous"));
+                installed = MavenInstaller.install(mavenRepo, all);
             } catch (IOException e) {
                 throw new ReleaseException("cannot record the Maven repository before the install in " + dir + ": " + e,
                         e);
             }
-            return "installed " + MavenInstaller.GROUP + ":" + MavenInstaller.ARTIFACT + ":" + version + " into "
-                    + mavenRepo + ": " + installed.files().stream().map(p -> p.getFileName().toString()).toList();
+            return "installed " + MavenInstaller.coordinates(all) + " into " + mavenRepo + ": "
+                    + installed.files().stream().map(p -> p.getFileName().toString()).toList()
+                    + (signer != null ? ", each artifact with its .asc signature by " + signer.fingerprint() : "");
+        }
+
+        /** What is installed and deployed: the image's artifacts, then the libraries'. */
+        List<org.eclipse.aether.artifact.Artifact> everything() {
+            Artifacts a = artifacts();
+            List<org.eclipse.aether.artifact.Artifact> all = new ArrayList<>(
+                    MavenInstaller.imageArtifacts(version, a.pom(), a.zips(), a.manifests()));
+            all.addAll(libraries);
+            return all;
         }
 
         String pins() {
@@ -560,10 +615,9 @@ public final class Release {
         }
 
         String deploy() {
-            Artifacts a = artifacts();
-            MavenDeployer.Deployed d = MavenDeployer.deploy(deploy, version, a.pom(), a.zips(), a.manifests(), signer,
-                    staging.resolve("deploy"));
-            return "deployed " + MavenInstaller.GROUP + ":" + MavenInstaller.ARTIFACT + ":" + version + " to " + deploy
+            List<org.eclipse.aether.artifact.Artifact> all = everything();
+            MavenDeployer.Deployed d = MavenDeployer.deploy(deploy, all, signer, staging.resolve("deploy"));
+            return "deployed " + MavenInstaller.coordinates(all) + " to " + deploy
                     + ": " + d.files() + ", each with " + String.join(", ", MavenDeployer.CHECKSUMS) + " checksum files"
                     + (signer != null ? " and the artifacts with their .asc signatures by " + signer.fingerprint() : "");
         }
@@ -735,6 +789,7 @@ public final class Release {
         private MavenDeployer.Target deploy;
         private PackageLock lock;
         private Path workerJar = ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
+        private Path reactor = ImageInfo.repoRoot();
         private ImageFactory images;
         private Path cache = PackageStore.defaultCache();
         private ReleaseGate gate;
@@ -821,6 +876,15 @@ public final class Release {
 
         public Builder workerJar(Path v) {
             this.workerJar = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /**
+         * The checkout whose library artifacts the release installs and deploys with its images
+         * ({@link LibraryArtifacts#fromReactor}; default the checkout this runs in, as for the worker jar).
+         */
+        public Builder reactor(Path v) {
+            this.reactor = Objects.requireNonNull(v);
             return this;
         }
 
