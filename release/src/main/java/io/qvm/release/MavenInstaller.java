@@ -41,7 +41,9 @@ import org.eclipse.aether.supplier.RepositorySystemSupplier;
  * &lt;repo&gt;/io/qvm/qvm-image/&lt;v&gt;/qvm-image-&lt;v&gt;-x86_64.zip   qvm-image-&lt;v&gt;-x86_64.json
  * &lt;repo&gt;/io/qvm/qvm-image/&lt;v&gt;/qvm-image-&lt;v&gt;-aarch64.zip  qvm-image-&lt;v&gt;-aarch64.json
  * </pre>
- * (plus Resolver's {@code maven-metadata-local.xml} and {@code _remote.repositories}). The
+ * (plus Resolver's {@code maven-metadata-local.xml} and {@code _remote.repositories}). A release
+ * installs the library artifacts of {@link LibraryArtifacts} in the same request
+ * ({@link #install(Path, List)}), and with a signer each artifact's {@code .asc} ({@link #signed}). The
  * repository is the one the backend's image resolver looks in ({@link LocalMavenRepository})
  * unless the caller names another, and the coordinates are the ones it looks for. An install is
  * taken back with the {@link Undo} recorded before it: the repository as it was, whether the

@@ -90,6 +90,9 @@ import java.util.stream.Stream;
  */
 public final class Release {
 
+    /** The system property naming the checkout whose library artifacts a release publishes ({@link Builder#defaultReactor()}). */
+    public static final String REACTOR_PROPERTY = "qvm.release.reactor";
+
     /** Why a release without the reproduce step may not install, and what to do. */
     public static final String SKIP_REPRODUCE_INSTALLS = "a release that skips the reproduce step builds each image "
             + "once and proves nothing about what its pinned inputs make (a tampered input builds the same bad image "
@@ -789,7 +792,7 @@ public final class Release {
         private MavenDeployer.Target deploy;
         private PackageLock lock;
         private Path workerJar = ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
-        private Path reactor = ImageInfo.repoRoot();
+        private Path reactor = defaultReactor();
         private ImageFactory images;
         private Path cache = PackageStore.defaultCache();
         private ReleaseGate gate;
@@ -798,6 +801,16 @@ public final class Release {
                 + Runtime.getRuntime().availableProcessors() + " cores";
 
         private Builder() {
+        }
+
+        /**
+         * The checkout a release takes the library artifacts from unless told: the one named by the
+         * system property {@value Release#REACTOR_PROPERTY} ({@code QVM_JAVA_OPTS="-Dqvm.release.reactor=DIR"}
+         * for {@code qvm release}), else the one it runs in, as for the worker jar.
+         */
+        public static Path defaultReactor() {
+            String p = System.getProperty(REACTOR_PROPERTY);
+            return p != null && !p.isBlank() ? Path.of(p).toAbsolutePath().normalize() : ImageInfo.repoRoot();
         }
 
         /** The release version (default: the project's, {@link #projectVersion()}). */
@@ -881,7 +894,7 @@ public final class Release {
 
         /**
          * The checkout whose library artifacts the release installs and deploys with its images
-         * ({@link LibraryArtifacts#fromReactor}; default the checkout this runs in, as for the worker jar).
+         * ({@link LibraryArtifacts#fromReactor}; default {@link #defaultReactor()}).
          */
         public Builder reactor(Path v) {
             this.reactor = Objects.requireNonNull(v);

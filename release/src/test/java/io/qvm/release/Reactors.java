@@ -12,15 +12,15 @@ import java.util.List;
  * zip, which is not a library's), and per library its POM and the jar, sources and javadoc jar
  * in {@code target/}, each with content naming itself so that a mix-up shows.
  */
-final class Reactors {
+public final class Reactors {
 
-    static final List<String> LIBRARIES = List.of("qvm-protocol", "qvm-qemu-backend");
+    public static final List<String> LIBRARIES = List.of("qvm-protocol", "qvm-qemu-backend");
 
     private Reactors() {
     }
 
     /** The reactor of {@code version} at {@code root}; {@code builtAs} is the version the jars' names carry. */
-    static Path write(Path root, String version, String builtAs) throws IOException {
+    public static Path write(Path root, String version, String builtAs) throws IOException {
         Files.createDirectories(root);
         StringBuilder modules = new StringBuilder();
         StringBuilder managed = new StringBuilder();
@@ -63,7 +63,7 @@ final class Reactors {
         return root;
     }
 
-    static Path write(Path root, String version) throws IOException {
+    public static Path write(Path root, String version) throws IOException {
         return write(root, version, version);
     }
 
