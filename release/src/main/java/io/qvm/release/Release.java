@@ -28,6 +28,7 @@ import java.util.TreeMap;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
+import org.eclipse.aether.artifact.Artifact;
 
 /**
  * qvm's release pipeline: it never publishes an image it has not proven on this host.
@@ -234,7 +235,7 @@ public final class Release {
         /** The Maven artifacts, written once from the published directory and checked against staging. */
         Artifacts artifacts;
         /** The library artifacts (adr/0013), copied into staging at lock; empty when nothing is installed or deployed. */
-        List<org.eclipse.aether.artifact.Artifact> libraries = List.of();
+        List<Artifact> libraries = List.of();
 
         Result run() {
             try {
@@ -336,11 +337,15 @@ public final class Release {
             try {
                 Files.createDirectories(outDir);
                 staging = Files.createTempDirectory(outDir, ".staging-");
-                if (found != null) {
-                    libraries = copy(found.artifacts(), staging.resolve("libraries"));
-                }
             } catch (IOException e) {
                 throw new ReleaseException("cannot create a staging directory in " + outDir + ": " + e, e);
+            }
+            if (found != null) {
+                try {
+                    libraries = copy(found.artifacts(), staging.resolve("libraries"));
+                } catch (IOException e) {
+                    throw new ReleaseException("cannot copy the library artifacts into " + staging + ": " + e, e);
+                }
             }
             return sb + "worker jar " + workerJar + "; version " + version + "; staging in " + staging + replaces
                     + (found != null ? "; with the libraries " + found + " (" + libraries.size() + " artifacts)"
@@ -352,7 +357,7 @@ public final class Release {
             if (MavenInstaller.isSnapshot(version)) {
                 return;
             }
-            for (org.eclipse.aether.artifact.Artifact a : found.artifacts()) {
+            for (Artifact a : found.artifacts()) {
                 Path there = MavenInstaller.path(mavenRepo, a);
                 if (Files.exists(there)) {
                     throw new ReleaseException(mavenRepo + " holds " + there.getFileName() + " already: an installed "
@@ -362,11 +367,11 @@ public final class Release {
         }
 
         /** Copies {@code artifacts}' files into {@code dir}: what is published is what was checked at lock. */
-        List<org.eclipse.aether.artifact.Artifact> copy(List<org.eclipse.aether.artifact.Artifact> artifacts, Path dir)
+        List<Artifact> copy(List<Artifact> artifacts, Path dir)
                 throws IOException {
             Files.createDirectories(dir);
-            List<org.eclipse.aether.artifact.Artifact> out = new ArrayList<>();
-            for (org.eclipse.aether.artifact.Artifact a : artifacts) {
+            List<Artifact> out = new ArrayList<>();
+            for (Artifact a : artifacts) {
                 Path copy = dir.resolve(MavenInstaller.path(dir, a).getFileName());
                 Files.copy(a.getPath(), copy);
                 out.add(a.setPath(copy));
@@ -577,7 +582,7 @@ public final class Release {
         String mavenInstall() {
             checkRepository();
             Path dir = staging.resolve("maven");
-            List<org.eclipse.aether.artifact.Artifact> all = MavenInstaller.signed(everything(), signer,
+            List<Artifact> all = MavenInstaller.signed(everything(), signer,
                     dir.resolve("signatures"));
             try {
                 undo = MavenInstaller.Undo.record(mavenRepo, all, dir.resolve("previous"));
@@ -592,9 +597,9 @@ public final class Release {
         }
 
         /** What is installed and deployed: the image's artifacts, then the libraries'. */
-        List<org.eclipse.aether.artifact.Artifact> everything() {
+        List<Artifact> everything() {
             Artifacts a = artifacts();
-            List<org.eclipse.aether.artifact.Artifact> all = new ArrayList<>(
+            List<Artifact> all = new ArrayList<>(
                     MavenInstaller.imageArtifacts(version, a.pom(), a.zips(), a.manifests()));
             all.addAll(libraries);
             return all;
@@ -618,7 +623,7 @@ public final class Release {
         }
 
         String deploy() {
-            List<org.eclipse.aether.artifact.Artifact> all = everything();
+            List<Artifact> all = everything();
             MavenDeployer.Deployed d = MavenDeployer.deploy(deploy, all, signer, staging.resolve("deploy"));
             return "deployed " + MavenInstaller.coordinates(all) + " to " + deploy
                     + ": " + d.files() + ", each with " + String.join(", ", MavenDeployer.CHECKSUMS) + " checksum files"

@@ -17,6 +17,7 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
+import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -29,6 +30,7 @@ import org.bouncycastle.openpgp.PGPUtil;
 import org.bouncycastle.openpgp.bc.BcPGPObjectFactory;
 import org.bouncycastle.openpgp.operator.bc.BcKeyFingerprintCalculator;
 import org.bouncycastle.openpgp.operator.bc.BcPGPContentVerifierBuilderProvider;
+import org.eclipse.aether.artifact.Artifact;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -163,14 +165,14 @@ class MavenDeployerTest {
         ReleaseSigner signer = ReleaseSigner.load(key.writeSecret(tmp.resolve("key.asc")), "s3cret".toCharArray());
         Artifacts a = artifacts("1.0.0");
         LibraryArtifacts libs = LibraryArtifacts.fromReactor(Reactors.write(tmp.resolve("reactor"), "1.0.0"), "1.0.0");
-        List<org.eclipse.aether.artifact.Artifact> all = new java.util.ArrayList<>(MavenInstaller.imageArtifacts("1.0.0",
+        List<Artifact> all = new ArrayList<>(MavenInstaller.imageArtifacts("1.0.0",
                 a.pom(), a.zips(), a.manifests()));
         all.addAll(libs.artifacts());
         MavenDeployer.Deployed d = MavenDeployer.deploy(target(PASSWORD), all, signer,
                 Files.createTempDirectory(tmp, "work-"));
 
         Path root = remote.root();
-        for (org.eclipse.aether.artifact.Artifact lib : libs.artifacts()) {
+        for (Artifact lib : libs.artifacts()) {
             String name = lib.getArtifactId() + "-1.0.0" + (lib.getClassifier().isEmpty() ? "" : "-" + lib.getClassifier())
                     + "." + lib.getExtension();
             Path f = root.resolve("io/qvm/" + lib.getArtifactId() + "/1.0.0/" + name);

@@ -10,12 +10,14 @@ import io.qvm.protocol.util.Sha256;
 import java.io.Reader;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.zip.ZipFile;
 import org.apache.maven.model.Model;
 import org.apache.maven.model.io.xpp3.MavenXpp3Reader;
+import org.eclipse.aether.artifact.Artifact;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -95,17 +97,17 @@ class MavenInstallerTest {
         MavenInstaller.writePom(v, pom);
         Path zip = Files.writeString(tmp.resolve("x86_64.zip"), "zip");
         Path manifest = Files.writeString(tmp.resolve("x86_64.json"), "{}");
-        List<org.eclipse.aether.artifact.Artifact> all = new java.util.ArrayList<>(MavenInstaller.imageArtifacts(v, pom,
+        List<Artifact> all = new ArrayList<>(MavenInstaller.imageArtifacts(v, pom,
                 Map.of(Arch.X86_64, zip), Map.of(Arch.X86_64, manifest)));
         all.addAll(libs.artifacts());
-        List<org.eclipse.aether.artifact.Artifact> signed = MavenInstaller.signed(all, signer, tmp.resolve("asc"));
+        List<Artifact> signed = MavenInstaller.signed(all, signer, tmp.resolve("asc"));
         assertEquals(2 * all.size(), signed.size(), "each artifact and its signature");
         Path repo = tmp.resolve("repository");
 
         MavenInstaller.Undo undo = MavenInstaller.Undo.record(repo, signed, tmp.resolve("previous"));
         MavenInstaller.Installed installed = MavenInstaller.install(repo, signed);
 
-        List<String> expected = new java.util.ArrayList<>(List.of("qvm-parent/2.0.0/qvm-parent-2.0.0.pom",
+        List<String> expected = new ArrayList<>(List.of("qvm-parent/2.0.0/qvm-parent-2.0.0.pom",
                 "qvm-bom/2.0.0/qvm-bom-2.0.0.pom"));
         for (String lib : Reactors.LIBRARIES) {
             for (String suffix : List.of(".pom", ".jar", "-sources.jar", "-javadoc.jar")) {
