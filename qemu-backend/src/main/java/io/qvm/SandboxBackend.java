@@ -17,8 +17,8 @@ public interface SandboxBackend extends AutoCloseable {
      * Starts a sandbox and returns once its worker answered the handshake.
      *
      * @throws BootFailedException the guest did not become ready within {@link SandboxConfig#bootTimeout()}
-     * @throws QemuNotFoundException, AcceleratorUnavailableException, ImageException,
-     *     HostSetupException when the host cannot run this configuration
+     * @throws HostSetupException the host cannot run this configuration ({@link HostSetupException#problem()}:
+     *     no QEMU, the accelerator asked for is unavailable, the image is missing or invalid, ...)
      */
     Sandbox start(SandboxConfig config);
 

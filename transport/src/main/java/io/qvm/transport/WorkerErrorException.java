@@ -6,7 +6,7 @@ import java.io.IOException;
 import java.util.Objects;
 
 /**
- * The worker answered a request with a typed {@link FrameKind#ERROR} frame. The transport and the
+ * The worker answered a request with a typed {@link io.qvm.protocol.FrameKind#ERROR} frame. The transport and the
  * worker are fine; this one request failed for the reason in {@link #reply()}. What to do depends
  * on {@link #code()}: {@link ErrorCode#TOO_LARGE} and {@link ErrorCode#LIMIT_EXCEEDED} mean the
  * input asks for more than the configured limits, {@link ErrorCode#PARSE_ERROR} and

@@ -22,7 +22,7 @@ import java.util.Optional;
  *     Windows) when the guest has the host's architecture and all layers pass; otherwise TCG. A
  *     fallback is loud: a WARNING log line and {@link AcceleratorChoice#warning()} say which
  *     layer failed, why, and the fix.</li>
- * <li>An explicit accelerator that fails a layer is an {@link AcceleratorUnavailableException}
+ * <li>An explicit accelerator that fails a layer is a {@link io.qvm.HostSetupException} ({@code ACCELERATOR_UNAVAILABLE})
  *     naming the layer, the evidence and the fix — never a silent fallback.</li>
  * </ul>
  *

@@ -26,7 +26,9 @@ import picocli.CommandLine.Spec;
 @Command(name = "release", description = "Build the x86_64 and aarch64 images from the lock, check each is "
         + "reproducible, write their SBOMs, stage them, prove them on this host (the gate boots them), and only then "
         + "publish them to OUT/VERSION (with pinned-images.properties, the hashes a backend of VERSION pins), install "
-        + "them into the local Maven repository and, with --deploy-url, deploy them to a remote one.",
+        + "them, with the library jars of this checkout (every jar qvm-bom manages, its sources and javadoc, the BOM "
+        + "and the parent POM; another checkout with -Dqvm.release.reactor=DIR), into the local Maven repository and, "
+        + "with --deploy-url, deploy them to a remote one; with a signing key each artifact gets its .asc.",
         footer = {"", "Exit status 9 when a step failed: the report names it with its evidence; nothing was published "
                 + "or installed. JSON (--json): the contents of release.json, schema qvm.release/1 (docs/CONTRACTS.md, "
                 + "\"Release\")."})

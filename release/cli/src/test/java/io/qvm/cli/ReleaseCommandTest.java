@@ -7,12 +7,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.qvm.image.PackageLock;
 import io.qvm.release.ImageFactory;
+import io.qvm.release.Reactors;
+import io.qvm.release.Release;
 import io.qvm.release.ReleaseGate;
 import io.qvm.release.ScriptedGate;
 import io.qvm.release.SyntheticImages;
 import io.qvm.release.WorkerBoms;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -27,6 +31,18 @@ class ReleaseCommandTest {
 
     @TempDir
     Path tmp;
+
+    /** The release publishes the library artifacts of a checkout at its version: a fake one at 2.0.0. */
+    @BeforeEach
+    void checkoutAtTheReleasesVersion() throws Exception {
+        System.setProperty(Release.REACTOR_PROPERTY,
+                Reactors.write(tmp.resolve("checkout"), "2.0.0").toString());
+    }
+
+    @AfterEach
+    void noCheckout() {
+        System.clearProperty(Release.REACTOR_PROPERTY);
+    }
 
     CliContext context(ReleaseGate gate) {
         return context(gate, null);

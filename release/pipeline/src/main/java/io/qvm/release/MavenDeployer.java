@@ -37,7 +37,8 @@ import org.w3c.dom.Element;
 import org.w3c.dom.Node;
 
 /**
- * Deploys a release's image artifacts to a remote Maven repository exactly as {@code mvn deploy}
+ * Deploys a release's artifacts (the image's, and the libraries' of {@link LibraryArtifacts},
+ * adr/0013) to a remote Maven repository exactly as {@code mvn deploy}
  * does, through Maven Resolver (already the release's installer, {@link MavenInstaller}; its HTTP
  * transport comes with it, so no dependency is added): the same artifacts the local install
  * holds — the POM, per architecture the zip and the manifest — in the standard layout,
@@ -203,29 +204,20 @@ public final class MavenDeployer {
      */
     public static Deployed deploy(Target target, String version, Path pom, Map<Arch, Path> zips,
             Map<Arch, Path> manifests, ReleaseSigner signer, Path work) {
-        List<Artifact> artifacts = new ArrayList<>();
-        artifacts.add(artifact(null, "pom", version, pom));
-        for (Map.Entry<Arch, Path> z : zips.entrySet()) {
-            String classifier = z.getKey().qemuName();
-            artifacts.add(artifact(classifier, "zip", version, z.getValue()));
-            Path manifest = Objects.requireNonNull(manifests.get(z.getKey()), "no manifest for " + z.getKey());
-            artifacts.add(artifact(classifier, "json", version, manifest));
-        }
+        return deploy(target, MavenInstaller.imageArtifacts(version, pom, zips, manifests), signer, work);
+    }
+
+    /**
+     * Deploys {@code artifacts} (the image's, the libraries' of {@link LibraryArtifacts}) and, with a
+     * signer, each one's {@code .asc} signature, then each artifact's merged {@code maven-metadata.xml}.
+     *
+     * @param work a private scratch directory (Resolver's local repository for the deploy, the signatures)
+     * @throws ReleaseException any upload failed (the message names the URL, the status and the fix)
+     */
+    public static Deployed deploy(Target target, List<Artifact> artifacts, ReleaseSigner signer, Path work) {
         DeployRequest request = new DeployRequest();
-        try {
-            Files.createDirectories(work.resolve("signatures"));
-            for (Artifact a : List.copyOf(artifacts)) {
-                request.addArtifact(a);
-                if (signer != null) {
-                    Path asc = work.resolve("signatures").resolve(a.getPath().getFileName() + ".asc");
-                    Files.writeString(asc, signer.sign(Files.readAllBytes(a.getPath())));
-                    request.addArtifact(new DefaultArtifact(a.getGroupId(), a.getArtifactId(), a.getClassifier(),
-                            a.getExtension() + ".asc", a.getVersion()).setPath(asc));
-                }
-            }
-        } catch (IOException e) {
-            throw new ReleaseException("cannot sign the artifacts in " + work + ": " + e, e);
-        }
+        MavenInstaller.signed(artifacts, signer, work.resolve("signatures")).forEach(request::addArtifact);
+        String what = MavenInstaller.coordinates(artifacts);
         RemoteRepository.Builder repo = new RemoteRepository.Builder(target.repositoryId(), "default",
                 target.url().toString());
         if (target.username().isPresent()) {
@@ -245,8 +237,8 @@ public final class MavenDeployer {
             @Override
             public void metadataDeployed(RepositoryEvent event) {
                 if (event.getException() == null) {
-                    uploaded.add(MavenInstaller.GROUP.replace('.', '/') + "/" + MavenInstaller.ARTIFACT + "/"
-                            + event.getMetadata().getType());
+                    uploaded.add(event.getMetadata().getGroupId().replace('.', '/') + "/"
+                            + event.getMetadata().getArtifactId() + "/" + event.getMetadata().getType());
                 }
             }
         };
@@ -259,14 +251,14 @@ public final class MavenDeployer {
             system.deploy(session, request);
             return new Deployed(target.url(), uploaded);
         } catch (DeploymentException e) {
-            throw failed(target, version, e, uploaded);
+            throw failed(target, what, e, uploaded);
         } finally {
             system.shutdown();
         }
     }
 
     /** The typed failure: the URL, the status (or the connection problem) and what to do. */
-    static ReleaseException failed(Target target, String version, DeploymentException e, List<String> uploaded) {
+    static ReleaseException failed(Target target, String what, DeploymentException e, List<String> uploaded) {
         Integer status = null;
         Throwable connection = null;
         Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
@@ -279,31 +271,31 @@ public final class MavenDeployer {
                 connection = t;
             }
         }
-        String what;
+        String answer;
         if (status == null) {
-            what = connection != null ? "could not connect (" + connection + "): check the URL and that the repository "
+            answer = connection != null ? "could not connect (" + connection + "): check the URL and that the repository "
                     + "is reachable from this host"
                     : "failed: check the URL and the repository's log";
         } else if (status == 401) {
-            what = "answered HTTP 401 (unauthorized) as " + target.username().orElse("an anonymous user") + ": give the "
+            answer = "answered HTTP 401 (unauthorized) as " + target.username().orElse("an anonymous user") + ": give the "
                     + "deploy user's <username> and <password> in the <server> whose <id> is " + target.repositoryId()
                     + " (credentials: " + target.credentialsFrom() + ")";
         } else if (status == 403) {
-            what = "answered HTTP 403 (forbidden) to " + target.username().orElse("an anonymous user") + ": that user "
+            answer = "answered HTTP 403 (forbidden) to " + target.username().orElse("an anonymous user") + ": that user "
                     + "may not deploy there, or the repository refuses to overwrite a released version (release another "
                     + "--version)";
         } else if (status >= 500) {
-            what = "answered HTTP " + status + " (a server error): the repository is failing; try the deploy again "
+            answer = "answered HTTP " + status + " (a server error): the repository is failing; try the deploy again "
                     + "later";
         } else {
-            what = "answered HTTP " + status + ": check that the URL is the repository's base (the deploy writes "
-                    + "io/qvm/qvm-image/" + version + "/ under it)";
+            answer = "answered HTTP " + status + ": check that the URL is the repository's base (the deploy writes "
+                    + "io/qvm/<artifact>/<version>/ under it)";
         }
         String partial = uploaded.isEmpty() ? "nothing was uploaded"
                 : "uploaded before the failure (without metadata, so no version list names them): " + uploaded
                         + "; remove them from the repository, or deploy another --version";
-        return new ReleaseException("the deploy of " + MavenInstaller.GROUP + ":" + MavenInstaller.ARTIFACT + ":" + version
-                + " to " + target.url() + " (repository " + target.repositoryId() + ") " + what + "; " + partial
+        return new ReleaseException("the deploy of " + what
+                + " to " + target.url() + " (repository " + target.repositoryId() + ") " + answer + "; " + partial
                 + ". Resolver said: " + e.getMessage(), e);
     }
 
@@ -324,14 +316,9 @@ public final class MavenDeployer {
     }
 
     private static String path(Artifact a) {
-        return MavenInstaller.GROUP.replace('.', '/') + "/" + a.getArtifactId() + "/" + a.getBaseVersion() + "/"
+        return a.getGroupId().replace('.', '/') + "/" + a.getArtifactId() + "/" + a.getBaseVersion() + "/"
                 + a.getArtifactId() + "-" + a.getVersion() + (a.getClassifier().isEmpty() ? "" : "-" + a.getClassifier())
                 + "." + a.getExtension();
-    }
-
-    private static Artifact artifact(String classifier, String extension, String version, Path file) {
-        return new DefaultArtifact(MavenInstaller.GROUP, MavenInstaller.ARTIFACT, classifier == null ? "" : classifier,
-                extension, version).setPath(file);
     }
 
     private static List<Element> children(Element parent, String name) {

@@ -13,9 +13,12 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.apache.maven.model.Model;
 import org.apache.maven.model.io.xpp3.MavenXpp3Writer;
@@ -38,7 +41,9 @@ import org.eclipse.aether.supplier.RepositorySystemSupplier;
  * &lt;repo&gt;/io/qvm/qvm-image/&lt;v&gt;/qvm-image-&lt;v&gt;-x86_64.zip   qvm-image-&lt;v&gt;-x86_64.json
  * &lt;repo&gt;/io/qvm/qvm-image/&lt;v&gt;/qvm-image-&lt;v&gt;-aarch64.zip  qvm-image-&lt;v&gt;-aarch64.json
  * </pre>
- * (plus Resolver's {@code maven-metadata-local.xml} and {@code _remote.repositories}). The
+ * (plus Resolver's {@code maven-metadata-local.xml} and {@code _remote.repositories}). A release
+ * installs the library artifacts of {@link LibraryArtifacts} in the same request
+ * ({@link #install(Path, List)}), and with a signer each artifact's {@code .asc} ({@link #signed}). The
  * repository is the one the backend's image resolver looks in ({@link LocalMavenRepository})
  * unless the caller names another, and the coordinates are the ones it looks for. An install is
  * taken back with the {@link Undo} recorded before it: the repository as it was, whether the
@@ -133,33 +138,93 @@ public final class MavenInstaller {
      */
     public static Installed install(Path repo, String version, Path pom, Map<Arch, Path> zips,
             Map<Arch, Path> manifests) {
+        return install(repo, imageArtifacts(version, pom, zips, manifests));
+    }
+
+    /**
+     * Installs {@code artifacts} (each with its file) in one Resolver request: the image's
+     * ({@link #imageArtifacts}), the libraries' ({@link LibraryArtifacts}), their signatures
+     * ({@link #signed}).
+     *
+     * @throws ReleaseException Resolver refused or failed the install
+     */
+    public static Installed install(Path repo, List<Artifact> artifacts) {
         InstallRequest request = new InstallRequest();
-        request.addArtifact(artifact(null, "pom", version, pom));
-        for (Map.Entry<Arch, Path> z : zips.entrySet()) {
-            String classifier = z.getKey().qemuName();
-            request.addArtifact(artifact(classifier, "zip", version, z.getValue()));
-            Path manifest = manifests.get(z.getKey());
-            if (manifest == null) {
-                throw new IllegalArgumentException("no manifest for " + z.getKey());
-            }
-            request.addArtifact(artifact(classifier, "json", version, manifest));
-        }
+        artifacts.forEach(request::addArtifact);
         RepositorySystem system = new RepositorySystemSupplier().get();
         try (RepositorySystemSession.CloseableSession session = system.createSessionBuilder()
                 .withLocalRepositoryBaseDirectories(repo).setSystemProperties(System.getProperties()).build()) {
             InstallResult result = system.install(session, request);
             List<Path> files = new ArrayList<>();
             for (Artifact a : result.getArtifacts()) {
-                files.add(path(repo, version, a.getClassifier().isEmpty() ? null : a.getClassifier(),
-                        a.getExtension()));
+                files.add(path(repo, a));
             }
             return new Installed(repo, files);
         } catch (InstallationException e) {
-            throw new ReleaseException("Maven Resolver could not install " + GROUP + ":" + ARTIFACT + ":" + version
-                    + " into " + repo + ": " + e.getMessage(), e);
+            throw new ReleaseException("Maven Resolver could not install " + coordinates(artifacts) + " into " + repo
+                    + ": " + e.getMessage(), e);
         } finally {
             system.shutdown();
         }
+    }
+
+    /** The image's artifacts: the POM, then per architecture the zip and the manifest. */
+    public static List<Artifact> imageArtifacts(String version, Path pom, Map<Arch, Path> zips,
+            Map<Arch, Path> manifests) {
+        List<Artifact> out = new ArrayList<>();
+        out.add(artifact(null, "pom", version, pom));
+        for (Map.Entry<Arch, Path> z : zips.entrySet()) {
+            String classifier = z.getKey().qemuName();
+            out.add(artifact(classifier, "zip", version, z.getValue()));
+            Path manifest = manifests.get(z.getKey());
+            if (manifest == null) {
+                throw new IllegalArgumentException("no manifest for " + z.getKey());
+            }
+            out.add(artifact(classifier, "json", version, manifest));
+        }
+        return out;
+    }
+
+    /**
+     * {@code artifacts}, each followed by its detached armoured OpenPGP signature by {@code signer}
+     * (the same coordinates, extension {@code <ext>.asc}, as Maven Central has them), written into
+     * {@code dir}; {@code artifacts} as they are when {@code signer} is null.
+     */
+    public static List<Artifact> signed(List<Artifact> artifacts, ReleaseSigner signer, Path dir) {
+        if (signer == null) {
+            return List.copyOf(artifacts);
+        }
+        List<Artifact> out = new ArrayList<>();
+        try {
+            Files.createDirectories(dir);
+            for (Artifact a : artifacts) {
+                out.add(a);
+                Path asc = dir.resolve(a.getArtifactId() + "-" + a.getVersion()
+                        + (a.getClassifier().isEmpty() ? "" : "-" + a.getClassifier()) + "." + a.getExtension() + ".asc");
+                Files.writeString(asc, signer.sign(Files.readAllBytes(a.getPath())), StandardCharsets.US_ASCII);
+                out.add(new DefaultArtifact(a.getGroupId(), a.getArtifactId(), a.getClassifier(),
+                        a.getExtension() + ".asc", a.getVersion()).setPath(asc));
+            }
+        } catch (IOException e) {
+            throw new ReleaseException("cannot sign the artifacts into " + dir + ": " + e, e);
+        }
+        return out;
+    }
+
+    /** Where {@code a} lands in {@code repo}. */
+    public static Path path(Path repo, Artifact a) {
+        return new LocalMavenRepository(repo, "the release's").artifact(a.getGroupId(), a.getArtifactId(),
+                a.getBaseVersion(), a.getClassifier().isEmpty() ? null : a.getClassifier(), a.getExtension());
+    }
+
+    /** {@code g:{a1,a2}:v} for a message. */
+    static String coordinates(List<Artifact> artifacts) {
+        if (artifacts.isEmpty()) {
+            return "nothing";
+        }
+        Artifact first = artifacts.get(0);
+        String ids = artifacts.stream().map(Artifact::getArtifactId).distinct().collect(Collectors.joining(","));
+        return first.getGroupId() + ":" + (ids.contains(",") ? "{" + ids + "}" : ids) + ":" + first.getBaseVersion();
     }
 
     /**
@@ -173,9 +238,9 @@ public final class MavenInstaller {
     public static final class Undo {
         private final Map<Path, Path> copies;
         private final List<Path> absent;
-        private final Path created;
+        private final List<Path> created;
 
-        private Undo(Map<Path, Path> copies, List<Path> absent, Path created) {
+        private Undo(Map<Path, Path> copies, List<Path> absent, List<Path> created) {
             this.copies = copies;
             this.absent = absent;
             this.created = created;
@@ -183,13 +248,29 @@ public final class MavenInstaller {
 
         /** Records what an install of {@code version} for {@code archs} would change, copies into {@code copiesDir}. */
         public static Undo record(Path repo, String version, List<Arch> archs, Path copiesDir) throws IOException {
-            Path dir = versionDirectory(repo, version);
-            List<Path> targets = new ArrayList<>(List.of(path(repo, version, null, "pom")));
+            List<Artifact> image = new ArrayList<>(List.of(artifact(null, "pom", version, null)));
             for (Arch a : archs) {
-                targets.add(path(repo, version, a.qemuName(), "zip"));
-                targets.add(path(repo, version, a.qemuName(), "json"));
+                image.add(artifact(a.qemuName(), "zip", version, null));
+                image.add(artifact(a.qemuName(), "json", version, null));
             }
-            targets.addAll(List.of(dir.resolve(TRACKING), dir.resolve(METADATA), dir.getParent().resolve(METADATA)));
+            return record(repo, image, copiesDir);
+        }
+
+        /**
+         * Records what an install of {@code artifacts} would change (each artifact's path, and in
+         * each of their directories Resolver's records), copies into {@code copiesDir}.
+         */
+        public static Undo record(Path repo, List<Artifact> artifacts, Path copiesDir) throws IOException {
+            Set<Path> targets = new LinkedHashSet<>();
+            Set<Path> versionDirs = new LinkedHashSet<>();
+            for (Artifact a : artifacts) {
+                Path p = path(repo, a);
+                targets.add(p);
+                versionDirs.add(p.getParent());
+            }
+            for (Path dir : versionDirs) {
+                targets.addAll(List.of(dir.resolve(TRACKING), dir.resolve(METADATA), dir.getParent().resolve(METADATA)));
+            }
             Files.createDirectories(copiesDir);
             Map<Path, Path> copies = new LinkedHashMap<>();
             List<Path> absent = new ArrayList<>();
@@ -201,11 +282,20 @@ public final class MavenInstaller {
                     absent.add(t);
                 }
             }
-            Path created = null;
-            for (Path d = dir; d.startsWith(repo) && !Files.exists(d, LinkOption.NOFOLLOW_LINKS); d = d.getParent()) {
-                created = d;
+            Set<Path> created = new LinkedHashSet<>();
+            for (Path dir : versionDirs) {
+                Path top = null;
+                for (Path d = dir; d.startsWith(repo) && !Files.exists(d, LinkOption.NOFOLLOW_LINKS); d = d.getParent()) {
+                    top = d;
+                }
+                if (top != null) {
+                    created.add(top);
+                }
             }
-            return new Undo(copies, absent, created);
+            // the topmost only: a directory inside another one that was not there goes with it
+            List<Path> topmost = created.stream().filter(c -> created.stream().noneMatch(o -> !o.equals(c)
+                    && c.startsWith(o))).toList();
+            return new Undo(copies, absent, topmost);
         }
 
         /** Puts the repository back as it was; what could not be, one sentence each (empty when all was). */
@@ -219,9 +309,7 @@ public final class MavenInstaller {
                 }
             });
             List<Path> delete = new ArrayList<>(absent);
-            if (created != null) {
-                delete.add(created);
-            }
+            delete.addAll(created);
             for (Path p : delete) {
                 try {
                     FileTrees.delete(p);

@@ -28,6 +28,7 @@ import java.util.TreeMap;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
+import org.eclipse.aether.artifact.Artifact;
 
 /**
  * qvm's release pipeline: it never publishes an image it has not proven on this host.
@@ -48,7 +49,10 @@ import java.util.stream.Stream;
  * <li>{@code lock}: the lock pins every role for every architecture, the worker jar exists,
  *     {@code OUT/<version>} does not (a release directory is never overwritten), and the Maven
  *     repository holds no {@code io.qvm:qvm-image:<version>} unless it is a {@code -SNAPSHOT} (which
- *     the release replaces); staging starts in {@code OUT/.staging-<random>};</li>
+ *     the release replaces); when it installs or deploys, the library artifacts of the checkout
+ *     ({@link LibraryArtifacts}: the parent's and the BOM's POM, each library's POM, jar, sources
+ *     and javadoc jar) are built at this version and not installed already unless it is a
+ *     SNAPSHOT, and are copied into the staging that starts in {@code OUT/.staging-<random>};</li>
  * <li>per architecture {@code build:<arch>} (from the user's package cache) and
  *     {@code reproduce:<arch>}: a second full build from a fresh cache seeded with the same
  *     verified .debs only (every package extracted again), compared with the first byte for byte
@@ -65,9 +69,10 @@ import java.util.stream.Stream;
  *     image directory as the backend verifies it;</li>
  * <li>{@code publish}: the staged {@code <version>} directory moved to {@code OUT/<version>} in one
  *     rename;</li>
- * <li>{@code maven-install}: the POM, and per architecture the zip and the manifest, into the local
- *     Maven repository ({@link MavenInstaller}), once the zip's entries and the manifest match the
- *     SHA-256 kept at staging; a failure here (or later) puts the repository back as it was
+ * <li>{@code maven-install}: the POM, and per architecture the zip and the manifest, and the
+ *     library artifacts, each with its {@code .asc} signature when the release signs, into the
+ *     local Maven repository ({@link MavenInstaller}), once the zip's entries and the manifest match
+ *     the SHA-256 kept at staging; a failure here (or later) puts the repository back as it was
  *     ({@link MavenInstaller.Undo}) and removes the published directory;</li>
  * <li>{@code pins}: {@code OUT/<version>/pinned-images.properties} ({@link PinnedImages}), the
  *     SHA-256 and size of each architecture's zip — the file a backend of this version is built
@@ -85,6 +90,9 @@ import java.util.stream.Stream;
  * then rethrows).
  */
 public final class Release {
+
+    /** The system property naming the checkout whose library artifacts a release publishes ({@link Builder#defaultReactor()}). */
+    public static final String REACTOR_PROPERTY = "qvm.release.reactor";
 
     /** Why a release without the reproduce step may not install, and what to do. */
     public static final String SKIP_REPRODUCE_INSTALLS = "a release that skips the reproduce step builds each image "
@@ -155,6 +163,7 @@ public final class Release {
     private final MavenDeployer.Target deploy;
     private final PackageLock lock;
     private final Path workerJar;
+    private final Path reactor;
     private final ImageFactory images;
     private final Path cache;
     private final ReleaseGate gate;
@@ -172,6 +181,7 @@ public final class Release {
         this.deploy = b.deploy;
         this.lock = b.lock != null ? b.lock : PackageLock.bundled();
         this.workerJar = b.workerJar;
+        this.reactor = b.reactor;
         this.images = b.images != null ? b.images : new BuilderImages(lock, workerJar);
         this.cache = b.cache;
         this.gate = Objects.requireNonNull(b.gate, "a release needs its gate: builder().gate(...)");
@@ -224,6 +234,8 @@ public final class Release {
         MavenInstaller.Installed installed;
         /** The Maven artifacts, written once from the published directory and checked against staging. */
         Artifacts artifacts;
+        /** The library artifacts (adr/0013), copied into staging at lock; empty when nothing is installed or deployed. */
+        List<Artifact> libraries = List.of();
 
         Result run() {
             try {
@@ -318,13 +330,53 @@ public final class Release {
                         + "remove it or release another --version");
             }
             String replaces = install ? checkRepository() : "; not installed into a Maven repository (install off)";
+            LibraryArtifacts found = install || deploy != null ? LibraryArtifacts.fromReactor(reactor, version) : null;
+            if (found != null && install) {
+                checkLibraries(found);
+            }
             try {
                 Files.createDirectories(outDir);
                 staging = Files.createTempDirectory(outDir, ".staging-");
             } catch (IOException e) {
                 throw new ReleaseException("cannot create a staging directory in " + outDir + ": " + e, e);
             }
-            return sb + "worker jar " + workerJar + "; version " + version + "; staging in " + staging + replaces;
+            if (found != null) {
+                try {
+                    libraries = copy(found.artifacts(), staging.resolve("libraries"));
+                } catch (IOException e) {
+                    throw new ReleaseException("cannot copy the library artifacts into " + staging + ": " + e, e);
+                }
+            }
+            return sb + "worker jar " + workerJar + "; version " + version + "; staging in " + staging + replaces
+                    + (found != null ? "; with the libraries " + found + " (" + libraries.size() + " artifacts)"
+                    : "; no libraries (neither installed nor deployed)");
+        }
+
+        /** Refuses to overwrite a released (not SNAPSHOT) library in the Maven repository, as for the image. */
+        void checkLibraries(LibraryArtifacts found) {
+            if (MavenInstaller.isSnapshot(version)) {
+                return;
+            }
+            for (Artifact a : found.artifacts()) {
+                Path there = MavenInstaller.path(mavenRepo, a);
+                if (Files.exists(there)) {
+                    throw new ReleaseException(mavenRepo + " holds " + there.getFileName() + " already: an installed "
+                            + "release is never overwritten; remove " + there.getParent() + " or release another --version");
+                }
+            }
+        }
+
+        /** Copies {@code artifacts}' files into {@code dir}: what is published is what was checked at lock. */
+        List<Artifact> copy(List<Artifact> artifacts, Path dir)
+                throws IOException {
+            Files.createDirectories(dir);
+            List<Artifact> out = new ArrayList<>();
+            for (Artifact a : artifacts) {
+                Path copy = dir.resolve(MavenInstaller.path(dir, a).getFileName());
+                Files.copy(a.getPath(), copy);
+                out.add(a.setPath(copy));
+            }
+            return out;
         }
 
         /**
@@ -529,17 +581,28 @@ public final class Release {
 
         String mavenInstall() {
             checkRepository();
-            Artifacts a = artifacts();
             Path dir = staging.resolve("maven");
+            List<Artifact> all = MavenInstaller.signed(everything(), signer,
+                    dir.resolve("signatures"));
             try {
-                undo = MavenInstaller.Undo.record(mavenRepo, version, archs, dir.resolve("previous"));
-                installed = MavenInstaller.install(mavenRepo, version, a.pom(), a.zips(), a.manifests());
+                undo = MavenInstaller.Undo.record(mavenRepo, all, dir.resolve("previous"));
+                installed = MavenInstaller.install(mavenRepo, all);
             } catch (IOException e) {
                 throw new ReleaseException("cannot record the Maven repository before the install in " + dir + ": " + e,
                         e);
             }
-            return "installed " + MavenInstaller.GROUP + ":" + MavenInstaller.ARTIFACT + ":" + version + " into "
-                    + mavenRepo + ": " + installed.files().stream().map(p -> p.getFileName().toString()).toList();
+            return "installed " + MavenInstaller.coordinates(all) + " into " + mavenRepo + ": "
+                    + installed.files().stream().map(p -> p.getFileName().toString()).toList()
+                    + (signer != null ? ", each artifact with its .asc signature by " + signer.fingerprint() : "");
+        }
+
+        /** What is installed and deployed: the image's artifacts, then the libraries'. */
+        List<Artifact> everything() {
+            Artifacts a = artifacts();
+            List<Artifact> all = new ArrayList<>(
+                    MavenInstaller.imageArtifacts(version, a.pom(), a.zips(), a.manifests()));
+            all.addAll(libraries);
+            return all;
         }
 
         String pins() {
@@ -560,10 +623,9 @@ public final class Release {
         }
 
         String deploy() {
-            Artifacts a = artifacts();
-            MavenDeployer.Deployed d = MavenDeployer.deploy(deploy, version, a.pom(), a.zips(), a.manifests(), signer,
-                    staging.resolve("deploy"));
-            return "deployed " + MavenInstaller.GROUP + ":" + MavenInstaller.ARTIFACT + ":" + version + " to " + deploy
+            List<Artifact> all = everything();
+            MavenDeployer.Deployed d = MavenDeployer.deploy(deploy, all, signer, staging.resolve("deploy"));
+            return "deployed " + MavenInstaller.coordinates(all) + " to " + deploy
                     + ": " + d.files() + ", each with " + String.join(", ", MavenDeployer.CHECKSUMS) + " checksum files"
                     + (signer != null ? " and the artifacts with their .asc signatures by " + signer.fingerprint() : "");
         }
@@ -735,6 +797,7 @@ public final class Release {
         private MavenDeployer.Target deploy;
         private PackageLock lock;
         private Path workerJar = ImageInfo.repoRoot().resolve("renderer-worker/target/renderer-worker.jar");
+        private Path reactor = defaultReactor();
         private ImageFactory images;
         private Path cache = PackageStore.defaultCache();
         private ReleaseGate gate;
@@ -743,6 +806,16 @@ public final class Release {
                 + Runtime.getRuntime().availableProcessors() + " cores";
 
         private Builder() {
+        }
+
+        /**
+         * The checkout a release takes the library artifacts from unless told: the one named by the
+         * system property {@value Release#REACTOR_PROPERTY} ({@code QVM_JAVA_OPTS="-Dqvm.release.reactor=DIR"}
+         * for {@code qvm release}), else the one it runs in, as for the worker jar.
+         */
+        public static Path defaultReactor() {
+            String p = System.getProperty(REACTOR_PROPERTY);
+            return p != null && !p.isBlank() ? Path.of(p).toAbsolutePath().normalize() : ImageInfo.repoRoot();
         }
 
         /** The release version (default: the project's, {@link #projectVersion()}). */
@@ -821,6 +894,15 @@ public final class Release {
 
         public Builder workerJar(Path v) {
             this.workerJar = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /**
+         * The checkout whose library artifacts the release installs and deploys with its images
+         * ({@link LibraryArtifacts#fromReactor}; default {@link #defaultReactor()}).
+         */
+        public Builder reactor(Path v) {
+            this.reactor = Objects.requireNonNull(v);
             return this;
         }
 

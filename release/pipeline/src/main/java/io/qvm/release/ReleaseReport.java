@@ -96,7 +96,8 @@ public final class ReleaseReport {
             if (r.steps().stream().anyMatch(s -> s.name().equals("maven-install"))) {
                 md.append(", and installed into `").append(r.mavenRepository()).append("` as `")
                         .append(MavenInstaller.GROUP).append(':').append(MavenInstaller.ARTIFACT).append(':')
-                        .append(r.version()).append("`.\n\n");
+                        .append(r.version()).append("` with the library artifacts (").append(r.mavenFiles().size())
+                        .append(" files in all, `mavenFiles` of release.json).\n\n");
             } else {
                 md.append("; NOT installed into a Maven repository.\n\n");
             }

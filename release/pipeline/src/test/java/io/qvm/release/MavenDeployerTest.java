@@ -17,6 +17,7 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
+import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -29,6 +30,7 @@ import org.bouncycastle.openpgp.PGPUtil;
 import org.bouncycastle.openpgp.bc.BcPGPObjectFactory;
 import org.bouncycastle.openpgp.operator.bc.BcKeyFingerprintCalculator;
 import org.bouncycastle.openpgp.operator.bc.BcPGPContentVerifierBuilderProvider;
+import org.eclipse.aether.artifact.Artifact;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -153,6 +155,45 @@ class MavenDeployerTest {
         assertEquals(List.of(), leftovers(root), "no temporary upload left in the repository");
     }
 
+    /**
+     * The libraries go up with the image in one deploy: per artifact its checksums and the release
+     * key's signature, and per artifactId its own merged metadata, after every artifact.
+     */
+    @Test
+    void theLibrariesWithTheImageEachCheckedSummedAndSigned() throws Exception {
+        TestKeys.Key key = TestKeys.generate("qvm release <release@qvm.test>", "s3cret");
+        ReleaseSigner signer = ReleaseSigner.load(key.writeSecret(tmp.resolve("key.asc")), "s3cret".toCharArray());
+        Artifacts a = artifacts("1.0.0");
+        LibraryArtifacts libs = LibraryArtifacts.fromReactor(Reactors.write(tmp.resolve("reactor"), "1.0.0"), "1.0.0");
+        List<Artifact> all = new ArrayList<>(MavenInstaller.imageArtifacts("1.0.0",
+                a.pom(), a.zips(), a.manifests()));
+        all.addAll(libs.artifacts());
+        MavenDeployer.Deployed d = MavenDeployer.deploy(target(PASSWORD), all, signer,
+                Files.createTempDirectory(tmp, "work-"));
+
+        Path root = remote.root();
+        for (Artifact lib : libs.artifacts()) {
+            String name = lib.getArtifactId() + "-1.0.0" + (lib.getClassifier().isEmpty() ? "" : "-" + lib.getClassifier())
+                    + "." + lib.getExtension();
+            Path f = root.resolve("io/qvm/" + lib.getArtifactId() + "/1.0.0/" + name);
+            assertEquals(-1, Files.mismatch(f, lib.getPath()), f + " is the artifact, byte for byte");
+            assertEquals(hash("SHA-512", f), Files.readString(f.resolveSibling(name + ".sha512")).strip());
+            assertEquals(hash("SHA-1", f), Files.readString(f.resolveSibling(name + ".sha1")).strip());
+            assertEquals(hash("MD5", f), Files.readString(f.resolveSibling(name + ".md5")).strip());
+            assertTrue(verifies(f.resolveSibling(name + ".asc"), f, key), name + ".asc is the release key's signature");
+            assertFalse(verifies(f.resolveSibling(name + ".asc"), a.pom(), key), "and of that file only");
+        }
+        for (String artifactId : List.of("qvm-image", "qvm-parent", "qvm-bom", "qvm-protocol", "qvm-qemu-backend")) {
+            String xml = Files.readString(root.resolve("io/qvm/" + artifactId + "/maven-metadata.xml"));
+            assertTrue(xml.contains("<artifactId>" + artifactId + "</artifactId>") && xml.contains("<version>1.0.0</version>"),
+                    xml);
+            assertTrue(d.files().contains("io/qvm/" + artifactId + "/maven-metadata.xml"), d.files().toString());
+        }
+        List<String> puts = remote.requests().stream().filter(r -> r.startsWith("PUT ")).toList();
+        assertTrue(lastIndexOf(puts, "/1.0.0/") < indexOf(puts, "maven-metadata.xml"),
+                "every artifact before any metadata: " + puts);
+    }
+
     @Test
     void aSecondVersionMergesTheMetadataAndLeavesTheFirst() throws Exception {
         deploy(target(PASSWORD), "1.0.0", null);
@@ -262,7 +303,8 @@ class MavenDeployerTest {
                 "no ~/.m2/settings.xml: anonymous");
     }
 
-    private static boolean verifies(Path asc, Path data, TestKeys.Key key) throws Exception {
+    /** Whether {@code asc} is {@code key}'s valid detached signature of {@code data}. */
+    static boolean verifies(Path asc, Path data, TestKeys.Key key) throws Exception {
         PGPPublicKeyRing ring = new PGPPublicKeyRing(PGPUtil.getDecoderStream(new ByteArrayInputStream(
                 key.armouredPublic().getBytes(java.nio.charset.StandardCharsets.US_ASCII))), new BcKeyFingerprintCalculator());
         try (InputStream in = PGPUtil.getDecoderStream(Files.newInputStream(asc))) {

@@ -1,19 +1,23 @@
 package io.qvm.release;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.qvm.backend.image.TestKeys;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.util.Sha256;
 import java.io.Reader;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.zip.ZipFile;
 import org.apache.maven.model.Model;
 import org.apache.maven.model.io.xpp3.MavenXpp3Reader;
+import org.eclipse.aether.artifact.Artifact;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -74,6 +78,60 @@ class MavenInstallerTest {
             assertEquals("pom", m.getPackaging());
         }
         assertTrue(Files.isRegularFile(base.resolve("maven-metadata-local.xml")), "Resolver's own record");
+    }
+
+    /**
+     * The libraries go in with the image, in one install: the parent's and the BOM's POM, per
+     * library its POM, jar, sources and javadoc jar, byte for byte, each with an {@code .asc} that
+     * the release key's public key verifies (and that does not verify another file); the undo
+     * recorded before takes all of it back.
+     */
+    @Test
+    void installsTheLibrariesWithTheImageEachSignedAndTakesThemBack() throws Exception {
+        String v = "2.0.0";
+        TestKeys.Key key = TestKeys.generate("qvm release <release@qvm.test>", "s3cret");
+        ReleaseSigner signer = ReleaseSigner.load(key.writeSecret(tmp.resolve("key.asc")), "s3cret".toCharArray());
+        LibraryArtifacts libs = LibraryArtifacts.fromReactor(Reactors.write(tmp.resolve("reactor"), v), v);
+        assertEquals(Reactors.LIBRARIES, libs.libraries());
+        Path pom = tmp.resolve("qvm-image.pom");
+        MavenInstaller.writePom(v, pom);
+        Path zip = Files.writeString(tmp.resolve("x86_64.zip"), "zip");
+        Path manifest = Files.writeString(tmp.resolve("x86_64.json"), "{}");
+        List<Artifact> all = new ArrayList<>(MavenInstaller.imageArtifacts(v, pom,
+                Map.of(Arch.X86_64, zip), Map.of(Arch.X86_64, manifest)));
+        all.addAll(libs.artifacts());
+        List<Artifact> signed = MavenInstaller.signed(all, signer, tmp.resolve("asc"));
+        assertEquals(2 * all.size(), signed.size(), "each artifact and its signature");
+        Path repo = tmp.resolve("repository");
+
+        MavenInstaller.Undo undo = MavenInstaller.Undo.record(repo, signed, tmp.resolve("previous"));
+        MavenInstaller.Installed installed = MavenInstaller.install(repo, signed);
+
+        List<String> expected = new ArrayList<>(List.of("qvm-parent/2.0.0/qvm-parent-2.0.0.pom",
+                "qvm-bom/2.0.0/qvm-bom-2.0.0.pom"));
+        for (String lib : Reactors.LIBRARIES) {
+            for (String suffix : List.of(".pom", ".jar", "-sources.jar", "-javadoc.jar")) {
+                expected.add(lib + "/2.0.0/" + lib + "-2.0.0" + suffix);
+            }
+        }
+        for (String f : expected) {
+            Path file = repo.resolve("io/qvm/" + f);
+            assertTrue(installed.files().contains(file), f + " in " + installed.files());
+            assertTrue(MavenDeployerTest.verifies(file.resolveSibling(file.getFileName() + ".asc"), file, key),
+                    f + ".asc is the release key's signature of it");
+            assertTrue(installed.files().contains(file.resolveSibling(file.getFileName() + ".asc")), f + ".asc");
+        }
+        Path jar = repo.resolve("io/qvm/qvm-qemu-backend/2.0.0/qvm-qemu-backend-2.0.0.jar");
+        assertEquals("the jar qvm-qemu-backend-2.0.0.jar", Files.readString(jar));
+        assertEquals(-1, Files.mismatch(tmp.resolve("reactor/protocol/pom.xml"),
+                repo.resolve("io/qvm/qvm-protocol/2.0.0/qvm-protocol-2.0.0.pom")), "the module's own POM");
+        assertFalse(MavenDeployerTest.verifies(jar.resolveSibling("qvm-qemu-backend-2.0.0-javadoc.jar.asc"), jar, key),
+                "a signature is of its own file only");
+        assertTrue(MavenDeployerTest.verifies(MavenInstaller.path(repo, v, "x86_64", "zip").resolveSibling(
+                "qvm-image-2.0.0-x86_64.zip.asc"), MavenInstaller.path(repo, v, "x86_64", "zip"), key), "the image too");
+
+        assertEquals(List.of(), undo.restore());
+        assertFalse(Files.exists(repo), "the undo takes every artifact back, the directories it made with them");
     }
 
     @Test

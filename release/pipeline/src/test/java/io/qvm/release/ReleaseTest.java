@@ -63,7 +63,12 @@ class ReleaseTest {
 
     Release.Builder release(SyntheticImages images, ReleaseGate gate) throws IOException {
         Path jar = Files.write(tmp.resolve("renderer-worker.jar"), WorkerBoms.jar(WorkerBoms.bom(false)));
+        Path reactor = tmp.resolve("reactor");
+        if (!Files.exists(reactor)) {
+            Reactors.write(reactor, V);
+        }
         return Release.builder().version(V).outDir(out()).mavenRepository(repo()).lock(LOCK).workerJar(jar)
+                .reactor(reactor)
                 .images(images).cache(tmp.resolve("cache")).gate(gate).progress(progress::add).host("test host");
     }
 
@@ -115,7 +120,20 @@ class ReleaseTest {
                     rel.resolve(a.id()).resolve("manifest.json")), "the repository's file is not the published one");
         }
         assertTrue(Files.isRegularFile(MavenInstaller.path(repo(), V, null, "pom")));
-        assertEquals(5, r.mavenFiles().size(), r.mavenFiles().toString());
+        assertEquals(5 + 2 + 4 * Reactors.LIBRARIES.size(), r.mavenFiles().size(), "the image's POM, zips and "
+                + "manifests; the parent's and the BOM's POM; per library its POM and three jars: " + r.mavenFiles());
+        for (String lib : Reactors.LIBRARIES) {
+            for (String c : List.of("", "-sources", "-javadoc")) {
+                String name = lib + "-" + V + c + ".jar";
+                Path installed = repo().resolve("io/qvm/" + lib + "/" + V + "/" + name);
+                assertEquals("the jar " + name, Files.readString(installed), installed.toString());
+                assertTrue(r.mavenFiles().contains(installed), r.mavenFiles().toString());
+            }
+            assertTrue(Files.isRegularFile(repo().resolve("io/qvm/" + lib + "/" + V + "/" + lib + "-" + V + ".pom")));
+        }
+        for (String pom : List.of("qvm-parent", "qvm-bom")) {
+            assertTrue(Files.isRegularFile(repo().resolve("io/qvm/" + pom + "/" + V + "/" + pom + "-" + V + ".pom")), pom);
+        }
         for (Arch a : Release.ARCHS) {
             // The backend's resolver, with nothing anywhere else, finds exactly the released image in the repository.
             ImageResolver.Resolved found = ImageResolver.builder()
@@ -369,6 +387,20 @@ class ReleaseTest {
             assertEquals(-1, Files.mismatch(served, MavenInstaller.path(repo(), V, "x86_64", "zip")),
                     "the repository serves exactly what was installed");
             assertTrue(Files.isRegularFile(served.resolveSibling(served.getFileName() + ".asc")));
+            for (String f : List.of("qvm-qemu-backend/" + V + "/qvm-qemu-backend-" + V + ".jar",
+                    "qvm-qemu-backend/" + V + "/qvm-qemu-backend-" + V + "-javadoc.jar",
+                    "qvm-protocol/" + V + "/qvm-protocol-" + V + "-sources.jar",
+                    "qvm-bom/" + V + "/qvm-bom-" + V + ".pom", "qvm-parent/" + V + "/qvm-parent-" + V + ".pom")) {
+                Path lib = remote.root().resolve("io/qvm/" + f);
+                assertTrue(Files.isRegularFile(lib), "the libraries are deployed with the images: " + f);
+                assertTrue(MavenDeployerTest.verifies(lib.resolveSibling(lib.getFileName() + ".asc"), lib, key),
+                        f + ".asc is the release key's signature of it");
+                assertTrue(Files.isRegularFile(lib.resolveSibling(lib.getFileName() + ".sha1")), f);
+                Path installed = repo().resolve("io/qvm/" + f);
+                assertEquals(-1, Files.mismatch(installed, lib), "the repository serves what was installed: " + f);
+                assertTrue(MavenDeployerTest.verifies(installed.resolveSibling(lib.getFileName() + ".asc"), installed,
+                        key), "installed with its signature too: " + f);
+            }
 
             PinnedImages pins = PinnedImages.parse(Files.readString(rel.resolve(PinnedImages.FILE)), "the release's");
             ImageResolver.Resolved found = TestResolvers.pinned(ImageResolver.builder()
@@ -480,10 +512,11 @@ class ReleaseTest {
      * exist before.
      */
     @ParameterizedTest(name = "a directory in the way at {0}")
-    @ValueSource(strings = {"VERSION/qvm-image-VERSION-aarch64.json", "maven-metadata-local.xml"})
+    @ValueSource(strings = {"qvm-image/VERSION/qvm-image-VERSION-aarch64.json", "qvm-image/maven-metadata-local.xml",
+            "qvm-qemu-backend/maven-metadata-local.xml"})
     void anInstallThatFailsPartwayLeavesTheRepositoryAsItWas(String collision) throws Exception {
-        Path artifactDir = repo().resolve("io/qvm/qvm-image");
-        Files.createDirectories(artifactDir.resolve(collision.replace("VERSION", V)).resolve("in the way"));
+        Path groupDir = repo().resolve("io/qvm");
+        Files.createDirectories(groupDir.resolve(collision.replace("VERSION", V)).resolve("in the way"));
         Map<String, String> before = tree(repo());
         Release.Result r = release(new SyntheticImages(LOCK), ScriptedGate.passing()).build().run();
 
@@ -515,6 +548,50 @@ class ReleaseTest {
         assertFalse(Files.exists(out().resolve(V)));
     }
 
+    @Test
+    void aReleasedLibraryIsNeverOverwrittenEither() throws Exception {
+        Path jar = repo().resolve("io/qvm/qvm-protocol/" + V + "/qvm-protocol-" + V + "-javadoc.jar");
+        Files.createDirectories(jar.getParent());
+        Files.writeString(jar, "the earlier release's javadoc");
+        Map<String, String> before = tree(repo());
+        SyntheticImages images = new SyntheticImages(LOCK);
+        Release.Result r = release(images, ScriptedGate.passing()).build().run();
+
+        ReleaseStep failed = r.failure().orElseThrow();
+        assertEquals("lock", failed.name());
+        assertTrue(failed.evidence().contains("holds qvm-protocol-" + V + "-javadoc.jar already")
+                && failed.evidence().contains("never overwritten"), failed.evidence());
+        assertEquals(0, images.builds());
+        assertEquals(before, tree(repo()));
+    }
+
+    /**
+     * Library jars built at another version (the project was not set to the release's), or missing,
+     * stop the release at lock, before any image is built, with every problem and the command.
+     */
+    @Test
+    void librariesNotBuiltAtTheReleasesVersionStopItBeforeAnythingIsBuilt() throws Exception {
+        Path reactor = Reactors.write(tmp.resolve("reactor"), V, "0.9.0-SNAPSHOT");
+        Files.delete(reactor.resolve("protocol/pom.xml").resolveSibling("target")
+                .resolve("qvm-protocol-0.9.0-SNAPSHOT-javadoc.jar"));
+        SyntheticImages images = new SyntheticImages(LOCK);
+        Release.Result r = release(images, ScriptedGate.passing()).build().run();
+
+        ReleaseStep failed = r.failure().orElseThrow();
+        assertEquals("lock", failed.name());
+        String e = failed.evidence();
+        for (String lib : Reactors.LIBRARIES) {
+            for (String c : List.of("", "-sources", "-javadoc")) {
+                assertTrue(e.contains(lib + "-" + V + c + ".jar"), "names every jar missing: " + e);
+            }
+        }
+        assertTrue(e.contains("mvn versions:set -DnewVersion=" + V + " -DprocessAllModules"), e);
+        assertTrue(e.contains("mvn -DskipTests verify"), e);
+        assertEquals(0, images.builds());
+        assertFalse(Files.exists(repo()), "nothing installed");
+        assertFalse(Files.exists(out().resolve(V)), "nothing published");
+    }
+
     /**
      * A SNAPSHOT may be released again: it replaces the installed one, and a release that fails
      * after its install (here the report: {@code release.json} cannot be written) puts the previous
@@ -523,11 +600,14 @@ class ReleaseTest {
     @Test
     void aSnapshotIsReplacedAndRestoredWhenTheReleaseFailsAfterItsInstall() throws Exception {
         String snapshot = "1.2.3-SNAPSHOT";
+        Reactors.write(tmp.resolve("reactor"), snapshot);
         Release.Result first = release(new SyntheticImages(LOCK), ScriptedGate.passing()).version(snapshot).build().run();
         assertTrue(first.ok(), () -> first.failure().toString());
         FileTrees.delete(out().resolve(snapshot));
         Path zip = MavenInstaller.path(repo(), snapshot, "x86_64", "zip");
         Files.writeString(zip, "the earlier snapshot's zip");
+        Path jar = repo().resolve("io/qvm/qvm-protocol/" + snapshot + "/qvm-protocol-" + snapshot + ".jar");
+        Files.writeString(jar, "the earlier snapshot's jar");
         Map<String, String> before = tree(repo());
 
         Release.Result failing = release(new SyntheticImages(LOCK), ScriptedGate.passing()).version(snapshot)
@@ -544,6 +624,7 @@ class ReleaseTest {
         assertEquals("report", failing.failure().orElseThrow().name());
         assertTrue(failing.steps().stream().anyMatch(s -> s.name().equals("maven-install") && s.ok()));
         assertEquals(before, tree(repo()), "the earlier snapshot, as it was");
+        assertEquals("the earlier snapshot's jar", Files.readString(jar), "the libraries too");
         assertFalse(Files.exists(out().resolve(snapshot)));
 
         Release.Result again = release(new SyntheticImages(LOCK), ScriptedGate.passing()).version(snapshot).build().run();
