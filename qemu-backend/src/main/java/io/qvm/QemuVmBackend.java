@@ -1,5 +1,6 @@
 package io.qvm;
 
+import io.qvm.admin.BackendAdmin;
 import io.qvm.backend.QvmEnvironment;
 import io.qvm.backend.image.GuestImage;
 import io.qvm.backend.image.ImageResolver;
@@ -106,7 +107,7 @@ public final class QemuVmBackend implements SandboxBackend {
     private volatile boolean closed;
 
     private QemuVmBackend(Builder b) {
-        QvmEnvironment env = QvmEnvironment.system();
+        QvmEnvironment env = b.env != null ? QvmEnvironment.of(b.env) : QvmEnvironment.system();
         if (b.imageRoot != null && b.imageResolver != null) {
             throw new IllegalStateException("both imageDir and imageResolver were set: give the directory to the "
                     + "resolver's builder instead");
@@ -142,8 +143,13 @@ public final class QemuVmBackend implements SandboxBackend {
         return new Builder();
     }
 
+    /** What an operator's tool may ask of this backend: its host, image, templates, reaping. */
+    public BackendAdmin admin() {
+        return new QemuBackendAdmin(this);
+    }
+
     /** What the reaper did when this backend was created (null if reaping was off). */
-    public ReapReport startupReap() {
+    ReapReport startupReap() {
         return startupReap;
     }
 
@@ -156,7 +162,7 @@ public final class QemuVmBackend implements SandboxBackend {
      *     a private directory of this user (shared, another user's, a symlink): nothing in it was
      *     read, nothing stopped or deleted
      */
-    public ReapReport reap() {
+    ReapReport reap() {
         try {
             ReapReport r = new StaleSandboxReaper(states, runtimeRoot, cgroupTree).reap();
             r.entries().forEach(e -> LOG.log(System.Logger.Level.INFO, "qvm reaper: " + e));
@@ -170,7 +176,7 @@ public final class QemuVmBackend implements SandboxBackend {
     }
 
     /** The host as probed (once per backend). */
-    public HostInfo host() {
+    HostInfo host() {
         HostInfo h = host;
         if (h == null) {
             synchronized (this) {
@@ -184,7 +190,7 @@ public final class QemuVmBackend implements SandboxBackend {
     }
 
     /** The accelerator a sandbox with {@code config} would run on (the probe's verdict is cached). */
-    public AcceleratorChoice acceleratorChoice(SandboxConfig config) {
+    AcceleratorChoice acceleratorChoice(SandboxConfig config) {
         HostInfo h = host();
         h.requireUntranslated(config.accelerator()); // before the image: under Rosetta the x86_64 one is the wrong pick
         return choose(config, h, image(guestArch(h)).image());
@@ -372,12 +378,12 @@ public final class QemuVmBackend implements SandboxBackend {
     }
 
     /** The template's key for {@code config} on this host (what {@code qvm template ls} shows). */
-    public TemplateKey templateKey(SandboxConfig config) {
+    TemplateKey templateKey(SandboxConfig config) {
         return preferredPlan(config).key();
     }
 
     /** Where this backend keeps templates. */
-    public TemplateStore templateStore() {
+    TemplateStore templateStore() {
         return templates;
     }
 
@@ -386,7 +392,7 @@ public final class QemuVmBackend implements SandboxBackend {
      *
      * @throws SandboxException when templates cannot be used for it here, or the build failed
      */
-    public Template buildTemplate(SandboxConfig config) {
+    Template buildTemplate(SandboxConfig config) {
         Plan plan = preferredPlan(config);
         TemplateSupport support = TemplateSupport.of(plan.input());
         if (support.level() == TemplateSupport.Level.NONE) {
@@ -452,7 +458,7 @@ public final class QemuVmBackend implements SandboxBackend {
     }
 
     /** How this backend finds its guest image. */
-    public ImageResolver imageResolver() {
+    ImageResolver imageResolver() {
         return imageResolver;
     }
 
@@ -460,7 +466,7 @@ public final class QemuVmBackend implements SandboxBackend {
      * The guest image for this backend's guest architecture and where it came from, resolved and
      * verified as a sandbox start would ({@link #image}).
      */
-    public ImageResolver.Resolved image() {
+    ImageResolver.Resolved image() {
         return image(guestArch(host()));
     }
 
@@ -542,7 +548,7 @@ public final class QemuVmBackend implements SandboxBackend {
      *
      * @throws HostSetupException this process is root and there is no unprivileged user for QEMU
      */
-    public Optional<QemuUser.Account> runAs() {
+    Optional<QemuUser.Account> runAs() {
         Optional<QemuUser.Account> r = runAs;
         if (r == null) {
             r = qemuUser.dropTo();
@@ -597,8 +603,18 @@ public final class QemuVmBackend implements SandboxBackend {
         private QemuUser qemuUser;
         private CgroupTree cgroupTree;
         private Arch guestArch;
+        private Map<String, String> env;
 
         private Builder() {
+        }
+
+        /**
+         * The environment whose {@code QVM_*} variables set this backend's defaults (default: this
+         * process's); what the builder sets explicitly wins.
+         */
+        public Builder environment(Map<String, String> variables) {
+            this.env = Map.copyOf(variables);
+            return this;
         }
 
         /**
@@ -615,7 +631,7 @@ public final class QemuVmBackend implements SandboxBackend {
          * The cgroup v2 tree each QEMU goes into with its memory and task limits (default
          * {@link CgroupTree#system()}, used where the host lets this process; else QEMU runs without).
          */
-        public Builder cgroups(CgroupTree tree) {
+        Builder cgroups(CgroupTree tree) {
             this.cgroupTree = Objects.requireNonNull(tree, "tree");
             return this;
         }
@@ -624,7 +640,7 @@ public final class QemuVmBackend implements SandboxBackend {
          * Who QEMU runs as (default {@link QemuUser#system()}: this process's user, or, when this
          * process is root, {@code QVM_QEMU_USER} — {@code qvm} — which must exist).
          */
-        public Builder qemuUser(QemuUser user) {
+        Builder qemuUser(QemuUser user) {
             this.qemuUser = Objects.requireNonNull(user, "user");
             return this;
         }
@@ -674,7 +690,7 @@ public final class QemuVmBackend implements SandboxBackend {
          * How the guest image is found (default {@link ImageResolver#system}, with {@link #imageDir}
          * if given; the two are exclusive).
          */
-        public Builder imageResolver(ImageResolver resolver) {
+        Builder imageResolver(ImageResolver resolver) {
             this.imageResolver = Objects.requireNonNull(resolver, "resolver");
             return this;
         }
@@ -721,7 +737,7 @@ public final class QemuVmBackend implements SandboxBackend {
          * How the host is probed: where QEMU is found and how its version and accelerators are read
          * (default {@link HostProbe#system()}: this JVM's OS and CPU, {@code $QVM_QEMU}, PATH).
          */
-        public Builder hostProbe(HostProbe probe) {
+        Builder hostProbe(HostProbe probe) {
             this.hostProbe = Objects.requireNonNull(probe, "probe");
             return this;
         }

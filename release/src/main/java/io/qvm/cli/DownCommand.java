@@ -1,7 +1,6 @@
 package io.qvm.cli;
 
-import io.qvm.backend.process.ReapReport;
-import io.qvm.backend.process.StaleSandboxReaper;
+import io.qvm.admin.SandboxStates;
 import io.qvm.backend.process.StateDirectory;
 import io.qvm.cli.control.ControlClient;
 import java.io.IOException;
@@ -27,7 +26,7 @@ import picocli.CommandLine.Spec;
  * is stopped by {@link OwnerStop} (POSIX: its owner SIGTERMed, whose shutdown hook stops it;
  * Windows: a booting one's proven QEMU stopped, after which its owner cleans up and exits — never
  * TerminateProcess on an owner); a stale one (owner gone) is reaped by
- * {@link StaleSandboxReaper}, which kills QEMU only after checking the pid really is that QEMU.
+ * {@link SandboxStates#reap}, which kills QEMU only after checking the pid really is that QEMU.
  * A sandbox owned by another program (the library) is left alone.
  */
 @Command(name = "down", description = "Stop a sandbox (or --all): gracefully through its supervisor, else by reaping it.",
@@ -153,8 +152,8 @@ final class DownCommand implements Callable<Integer> {
     }
 
     private Result reap(Sandboxes.Entry e, StateDirectory states) throws IOException {
-        ReapReport report = new StaleSandboxReaper(states, ctx.runtimeRoot(), io.qvm.backend.process.CgroupTree.system()).reap();
-        Optional<ReapReport.Entry> mine = report.entry(e.id());
+        Optional<SandboxStates.Reaped> mine = SandboxStates.at(states.root()).reap(ctx.runtimeRoot()).stream()
+                .filter(r -> r.sandboxId().equals(e.id())).findFirst();
         if (mine.isEmpty()) {
             return new Result(e.id(), "reaped", "already gone");
         }

@@ -343,7 +343,7 @@ final class UpCommand implements Callable<Integer> {
         }
         throw new CliException(ExitCode.ERROR, "SANDBOX_EXITED", "sandbox " + r.id()
                 + " exited by itself; its guest console tail:\n"
-                + io.qvm.backend.process.LogTail.tail(hosted.sandbox.consoleLog(), 2048), null, null);
+                + io.qvm.admin.SandboxRecord.tail(hosted.sandbox.consoleLog(), 2048), null, null);
     }
 
     private static String endedForClients(String id, String why) {

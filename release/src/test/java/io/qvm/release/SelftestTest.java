@@ -1,5 +1,6 @@
 package io.qvm.release;
 
+import io.qvm.admin.HostReport;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -43,7 +44,9 @@ class SelftestTest {
                 p -> p.startsWith(tmp) && Files.isRegularFile(p) && Files.isExecutable(p));
         return new Selftest(new HostGate.Options(host::backend, FakeQemuHost.config().build(),
                 FakeQemuHost.config().build(), Duration.ofSeconds(30), Set.of(), host.runtimeRoot()),
-                new HostProbe("Linux", "amd64", locator, CommandRunner.system()));
+                () -> new HostProbe("Linux", "amd64", locator, CommandRunner.system()).probe().qemus().values().stream()
+                        .map(q -> new HostReport.Qemu(q.guestArch(), q.binary(), q.version().toString(),
+                                q.compiledIn().stream().sorted().toList())).toList());
     }
 
     @Test
