@@ -1,7 +1,7 @@
 package io.qvm;
 
 import io.qvm.admin.BackendAdmin;
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.backend.boot.ColdBoot;
 import io.qvm.backend.boot.Deadlines;
 import io.qvm.backend.boot.StartPlan;

@@ -1,10 +1,9 @@
 package io.qvm.e2e;
 
 import static org.junit.jupiter.api.Assertions.fail;
-
 import io.qvm.QemuVmBackend;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.io.OutputStream;

@@ -108,14 +108,28 @@ public final class SandboxRecord {
             Optional<String> unproven, boolean recorded) {
     }
 
-    /** This sandbox's QEMU as {@link QemuProcess} tells. */
+    /** How much of a process the OS shows, for {@link #qemu(ProcessView)}. */
+    public enum ProcessView {
+        /** This host's view (on Linux its full command line). */
+        HOST,
+        /** Only the start instant and the executable, as Windows shows (no arguments). */
+        START_AND_EXECUTABLE_ONLY
+    }
+
+    /** This sandbox's QEMU as {@link QemuProcess} tells, seen as this host shows processes. */
     public QemuProcess qemu() throws IOException {
+        return qemu(ProcessView.HOST);
+    }
+
+    /** This sandbox's QEMU as {@link QemuProcess} tells, seen as {@code view} shows processes. */
+    public QemuProcess qemu(ProcessView view) throws IOException {
+        ProcessTable processes = view == ProcessView.HOST ? ProcessTable.system() : ProcessTable.windowsShaped();
         OwnerRecord record = state.owner();
         OptionalLong pid = record.qemuPid() != null ? OptionalLong.of(record.qemuPid()) : state.pidFromPidFile();
         if (pid.isEmpty()) {
             return new QemuProcess(Optional.empty(), pid, Optional.empty(), Optional.empty(), false);
         }
-        Optional<ProcessInfo> p = ProcessTable.system().find(pid.getAsLong());
+        Optional<ProcessInfo> p = processes.find(pid.getAsLong());
         if (p.isEmpty()) {
             return new QemuProcess(Optional.empty(), pid, Optional.empty(), Optional.empty(), record.qemuPid() != null);
         }

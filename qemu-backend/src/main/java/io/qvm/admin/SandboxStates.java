@@ -65,12 +65,26 @@ public final class SandboxStates {
 
     /**
      * Creates the record of a sandbox that some process other than a backend supervises (a CLI
-     * session): the caller owns it and removes it with {@link SandboxRecord#delete()}.
+     * session), owned by this process: the caller removes it with {@link SandboxRecord#delete()}.
      *
      * @param what what runs there in place of a QEMU binary (shown by {@code qvm ps})
+     * @param socketDirectory its socket directory ({@link #socketDirectory}), recorded so that the
+     *     reaper removes it with the record; empty when it has none
+     * @throws java.nio.file.FileAlreadyExistsException the sandbox already exists
      */
-    public SandboxRecord create(String id, String what, Path runtimeRoot) throws IOException {
-        return new SandboxRecord(states.create(id, what, SocketPaths.forSandbox(runtimeRoot, id)));
+    public SandboxRecord create(String id, String what, Optional<Path> socketDirectory) throws IOException {
+        SocketPaths sockets = socketDirectory.map(d -> new SocketPaths(d, d.resolve("qmp.sock"),
+                d.resolve("worker.sock"))).orElse(null);
+        return new SandboxRecord(states.create(id, what, sockets));
+    }
+
+    /**
+     * Creates sandbox {@code id}'s socket directory under {@code runtimeRoot} (private to this user).
+     *
+     * @throws IllegalArgumentException its socket paths would be too long
+     */
+    public static Path createSocketDirectory(Path runtimeRoot, String id) throws IOException {
+        return SocketPaths.forSandbox(runtimeRoot, id).createDirectories().dir();
     }
 
     /** What happened to one sandbox the reaper looked at. */

@@ -1,7 +1,6 @@
 package io.qvm.cli;
 
 import io.qvm.admin.SandboxStates;
-import io.qvm.backend.process.StateDirectory;
 import io.qvm.cli.control.ControlClient;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -66,7 +65,7 @@ final class DownCommand implements Callable<Integer> {
         if ((id == null) == !all) {
             throw new ParameterException(spec.commandLine(), "give a sandbox ID or --all (one of them)");
         }
-        StateDirectory states = StateDirectory.at(ctx.stateRoot(dirs.stateDir));
+        SandboxStates states = SandboxStates.at(ctx.stateRoot(dirs.stateDir));
         List<Sandboxes.Entry> targets = new ArrayList<>();
         if (all) {
             // a session's pooled sandboxes stop with it
@@ -86,7 +85,7 @@ final class DownCommand implements Callable<Integer> {
         return ok ? ExitCode.OK.code() : ExitCode.ERROR.code();
     }
 
-    private Result stop(Sandboxes.Entry e, StateDirectory states, Progress progress) {
+    private Result stop(Sandboxes.Entry e, SandboxStates states, Progress progress) {
         try {
             switch (e.status()) {
                 case "running":
@@ -131,7 +130,7 @@ final class DownCommand implements Callable<Integer> {
      *
      * @param controlSocket the socket that did not answer; null for a booting sandbox
      */
-    private Result terminateOwner(Sandboxes.Entry e, StateDirectory states, String why, String controlSocket)
+    private Result terminateOwner(Sandboxes.Entry e, SandboxStates states, String why, String controlSocket)
             throws IOException, InterruptedException {
         Optional<ProcessHandle> owner = Sandboxes.alive(e.owner().ownerPid(), e.owner().ownerStartedAt());
         String how = "its owner pid " + e.owner().ownerPid() + " is gone";
@@ -151,8 +150,8 @@ final class DownCommand implements Callable<Integer> {
                 + r.detail());
     }
 
-    private Result reap(Sandboxes.Entry e, StateDirectory states) throws IOException {
-        Optional<SandboxStates.Reaped> mine = SandboxStates.at(states.root()).reap(ctx.runtimeRoot()).stream()
+    private Result reap(Sandboxes.Entry e, SandboxStates states) throws IOException {
+        Optional<SandboxStates.Reaped> mine = states.reap(ctx.runtimeRoot()).stream()
                 .filter(r -> r.sandboxId().equals(e.id())).findFirst();
         if (mine.isEmpty()) {
             return new Result(e.id(), "reaped", "already gone");
@@ -173,7 +172,7 @@ final class DownCommand implements Callable<Integer> {
         }
     }
 
-    private Result finish(Sandboxes.Entry e, StateDirectory states, String outcome, String detail)
+    private Result finish(Sandboxes.Entry e, SandboxStates states, String outcome, String detail)
             throws IOException {
         if (Files.exists(e.state().dir())) {
             Sandboxes.Entry now = Sandboxes.describe(e.state());

@@ -1,6 +1,6 @@
 package io.qvm.release;
 
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.backend.image.LocalMavenRepository;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;

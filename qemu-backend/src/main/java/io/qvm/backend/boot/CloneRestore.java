@@ -51,7 +51,7 @@ import java.util.function.Predicate;
  * A {@link TemplateException} blames the template (the caller deletes it); any other failure
  * is the clone's, typed by {@link VmStart#fail}.
  */
-public final class CloneRestore {
+final class CloneRestore {
 
     static final Duration CLOCK_SETTLED = Duration.ofMillis(500);
     static final Duration CLOCK_WAIT = Duration.ofSeconds(30);

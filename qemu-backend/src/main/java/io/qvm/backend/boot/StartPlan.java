@@ -4,7 +4,7 @@ import io.qvm.SandboxConfig;
 import io.qvm.backend.image.GuestImage;
 import io.qvm.backend.probe.AcceleratorChoice;
 import io.qvm.backend.probe.HostInfo;
-import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.host.QemuInstallation;
 import io.qvm.backend.qemu.MachineProfile;
 import io.qvm.backend.qemu.QemuCommandInput;
 import io.qvm.backend.qemu.VmRole;
