@@ -1,7 +1,7 @@
 package io.qvm;
 
-import io.qvm.backend.probe.CommandRunner;
-import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.host.CommandRunner;
+import io.qvm.backend.host.HostOs;
 import io.qvm.backend.probe.HostProbe;
 import io.qvm.backend.probe.QemuLocator;
 import java.io.IOException;

@@ -3,9 +3,8 @@ package io.qvm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
-import io.qvm.backend.probe.CommandRunner;
-import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.host.CommandRunner;
+import io.qvm.backend.host.HostOs;
 import io.qvm.backend.probe.HostProbe;
 import io.qvm.backend.probe.QemuLocator;
 import java.nio.file.Files;

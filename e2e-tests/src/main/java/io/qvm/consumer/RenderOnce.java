@@ -3,7 +3,7 @@ package io.qvm.consumer;
 import io.qvm.QemuVmBackend;
 import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.image.ImageResolver;
+import io.qvm.admin.GuestImages;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
 import java.time.Duration;
@@ -33,7 +33,7 @@ public final class RenderOnce {
                 .requestTimeout(Duration.ofMinutes(3)).build();
         boolean png = false;
         try (QemuVmBackend backend = QemuVmBackend.create()) {
-            ImageResolver.Resolved image = backend.image();
+            GuestImages.Image image = backend.admin().image();
             System.out.println("IMAGE " + image.source() + " " + image.dir());
             try (Sandbox sandbox = backend.start(config)) {
                 RenderResult r = sandbox.render(RenderRequest.svg(svg));

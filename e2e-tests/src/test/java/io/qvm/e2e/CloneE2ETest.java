@@ -75,7 +75,7 @@ class CloneE2ETest {
     void twoClonesAtOnceHaveTheirOwnRandomnessAndTheHostsClockAndBothRender() throws Exception {
         QemuVmBackend b = backend();
         SandboxConfig config = E2e.config().build();
-        Template t = b.buildTemplate(config);
+        Template t = E2e.buildTemplate(b, config);
         E2e.log("template " + t.id() + " " + t.meta().mode() + " in " + t.dir());
         boolean arm = b.guestArch() == Arch.AARCH64; // the host's own architecture
         twoClonesAtOnce(b, config, t, arm ? "virt" : "q35",
@@ -101,7 +101,7 @@ class CloneE2ETest {
         Template t = null;
         for (int attempt = 1; t == null; attempt++) {
             try {
-                t = backend.buildTemplate(config);
+                t = E2e.buildTemplate(backend, config);
             } catch (io.qvm.backend.template.TemplateException e) {
                 // An emulated aarch64 boot fails now and then on its own (README, known problems:
                 // the worker's JVM silent, runsc exiting 1, or end of input before HELLO), about
@@ -160,7 +160,7 @@ class CloneE2ETest {
     void aTamperedTemplateIsRefusedAndRebuiltNeverBooted() throws Exception {
         QemuVmBackend b = backend();
         SandboxConfig config = E2e.config().build();
-        Template before = b.buildTemplate(config);
+        Template before = E2e.buildTemplate(b, config);
         // the RAM file of a shared-RAM template, the whole migration stream of a full-state one
         Path saved = before.ramFile().orElse(before.dir().resolve(Template.STATE));
         try (RandomAccessFile f = new RandomAccessFile(saved.toFile(), "rw")) { // r--------: the suite runs as root
@@ -170,7 +170,7 @@ class CloneE2ETest {
         try (Sandbox s = b.start(config)) {
             assertTrue(progress.stream().anyMatch(l -> l.contains("was refused") && l.contains("rebuilding")),
                     "the refusal was said: " + progress);
-            Template after = TemplateStore.at(E2e.templateRoot()).find(b.templateKey(config)).template().orElseThrow();
+            Template after = E2e.template(E2e.templateRoot(), b.admin().templateId(config));
             assertNotEquals(before.meta().created(), after.meta().created(), "a new template was built");
             assertEquals(after.id(), s.bootReport().template().orElseThrow(), "and the sandbox is its clone");
             assertEquals(41, s.render(svg(1)).width());
@@ -182,7 +182,7 @@ class CloneE2ETest {
     void aRunningCloneHoldsNothingOfItsTemplateWritable() throws Exception {
         QemuVmBackend b = backend();
         SandboxConfig config = E2e.config().build();
-        Template t = b.buildTemplate(config);
+        Template t = E2e.buildTemplate(b, config);
         for (String f : List.of(Template.STATE, Template.META)) {
             assertEquals("r--------", java.nio.file.attribute.PosixFilePermissions.toString(
                     Files.getPosixFilePermissions(t.dir().resolve(f))), f + " is read-only on disk");
@@ -236,7 +236,7 @@ class CloneE2ETest {
     void aPerRequestPoolRendersEachDocumentInACloneOfItsOwnAndLeavesNothingRunning() throws Exception {
         QemuVmBackend b = backend();
         SandboxConfig config = E2e.config().build();
-        b.buildTemplate(config);
+        E2e.buildTemplate(b, config);
         List<String> ids = new ArrayList<>();
         try (SandboxPool pool = SandboxPool.builder(b, config).recycle(SandboxPool.Recycle.perRequest())
                 .minIdle(1).maxSandboxes(2).build()) {

@@ -1,10 +1,9 @@
 package io.qvm.e2e;
 
 import static org.junit.jupiter.api.Assertions.fail;
-
 import io.qvm.QemuVmBackend;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -153,5 +152,22 @@ public final class E2e {
                 .filter(p -> p.info().commandLine().map(c -> c.contains(needle)).orElse(false))
                 .map(ProcessHandle::pid)
                 .collect(Collectors.toList());
+    }
+
+    /** The template {@code b} builds for {@code config}, as the store holds it (tests may look inside). */
+    static io.qvm.backend.template.Template buildTemplate(io.qvm.QemuVmBackend b, io.qvm.SandboxConfig config) {
+        io.qvm.admin.Templates.TemplateInfo info = b.admin().buildTemplate(config);
+        return template(info.dir().getParent(), info.id());
+    }
+
+    /** The template {@code id} under {@code root}. */
+    static io.qvm.backend.template.Template template(java.nio.file.Path root, String id) {
+        try {
+            return io.qvm.backend.template.TemplateStore.at(root).list().stream().filter(l -> l.id().equals(id))
+                    .findFirst().map(l -> new io.qvm.backend.template.Template(l.dir(), l.meta().orElseThrow()))
+                    .orElseThrow(() -> new AssertionError("no template " + id + " in " + root));
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 }

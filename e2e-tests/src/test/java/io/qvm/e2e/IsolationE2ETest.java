@@ -5,14 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.qvm.RenderFailedException;
 import io.qvm.Sandbox;
 import io.qvm.backend.probe.HostInfo;
 import io.qvm.backend.probe.HostProbe;
-import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.host.QemuInstallation;
 import io.qvm.image.ImageBuilder;
 import io.qvm.probe.ProbeWorker;
 import io.qvm.protocol.RenderRequest;

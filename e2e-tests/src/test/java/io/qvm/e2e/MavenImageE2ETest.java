@@ -4,9 +4,8 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
-
-import io.qvm.backend.QvmEnvironment;
-import io.qvm.backend.QvmVersion;
+import io.qvm.backend.host.QvmEnvironment;
+import io.qvm.backend.host.QvmVersion;
 import io.qvm.backend.image.ImageArtifact;
 import io.qvm.backend.image.LocalMavenRepository;
 import io.qvm.consumer.RenderOnce;

@@ -80,9 +80,10 @@ class OrphanedQemuE2ETest {
         assertTrue(Files.isDirectory(state.resolve("sandboxes").resolve(id)), "the orphan's state is still there");
 
         try (QemuVmBackend next = E2e.backend(state)) {
-            ReapReport report = next.startupReap();
+            java.util.List<io.qvm.admin.SandboxStates.Reaped> report = next.admin().startupReap().orElseThrow();
             E2e.log("reap report: " + report);
-            ReapReport.Entry entry = report.entry(id).orElseThrow(() -> new AssertionError("not in " + report));
+            io.qvm.admin.SandboxStates.Reaped entry = report.stream().filter(r -> r.sandboxId().equals(id)).findFirst()
+                    .orElseThrow(() -> new AssertionError("not in " + report));
             assertTrue(entry.outcome().removed(), "reaped: " + entry);
         }
         await().atMost(Duration.ofMinutes(1)).until(() -> ProcessHandle.of(qemuPid).map(p -> !p.isAlive())

@@ -3,7 +3,7 @@ package io.qvm.e2e;
 import io.qvm.Accelerator;
 import io.qvm.SandboxConfig;
 import io.qvm.backend.probe.HostInfo;
-import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.host.QemuInstallation;
 import io.qvm.backend.qemu.GuestTransport;
 import io.qvm.backend.qemu.QemuCommand;
 import io.qvm.backend.qemu.QemuCommandInput;

@@ -51,7 +51,7 @@ import java.util.function.Predicate;
  * A {@link TemplateException} blames the template (the caller deletes it); any other failure
  * is the clone's, typed by {@link VmStart#fail}.
  */
-public final class CloneRestore {
+final class CloneRestore {
 
     static final Duration CLOCK_SETTLED = Duration.ofMillis(500);
     static final Duration CLOCK_WAIT = Duration.ofSeconds(30);
@@ -74,10 +74,10 @@ public final class CloneRestore {
      *     of this template (and records them)
      * @param earlier notes of earlier attempts, for the boot report
      */
-    public static QemuSandbox restore(VmStart.Context ctx, VmStart.Target target, io.qvm.SandboxConfig config,
-            Template template, Predicate<String> freshRandom, List<String> earlier, long deadline) {
+    public static QemuSandbox restore(VmStart.Context ctx, StartPlan target, Template template,
+            Predicate<String> freshRandom, List<String> earlier, long deadline) {
         // the template was verified by TemplateStore.obtain() for this very start (adr/0006: every use)
-        VmStart p = VmStart.launch(ctx, target, config, new VmRole.Clone(template.ramFile()),
+        VmStart p = VmStart.launch(ctx, target, new VmRole.Clone(template.ramFile()),
                 Optional.of(template.stateFile()), deadline);
         long startNanos = p.startNanos();
         Map<String, Duration> phases = p.phases();
@@ -93,7 +93,7 @@ public final class CloneRestore {
                     Deadlines.remaining(deadline, Duration.ofSeconds(20)));
             phases.put("clock-set", Deadlines.since(startNanos));
             checkReseed(r, p.vmgenid(), hostSeed);
-            Hello hello = Hello.fresh(VmStart.limits(config));
+            Hello hello = Hello.fresh(target.limits());
             Duration helloDeadline = Deadlines.remaining(deadline);
             CompletableFuture<Ready> handshake = CompletableFuture.supplyAsync(() -> {
                 try {
@@ -162,7 +162,7 @@ public final class CloneRestore {
         }
     }
 
-    private static List<String> notes(List<String> earlier, VmStart.Target target, Template template, Ready ready,
+    private static List<String> notes(List<String> earlier, StartPlan target, Template template, Ready ready,
             WorkerStatus status, GuestControl.Restored r) {
         List<String> notes = new ArrayList<>(earlier);
         target.accel().warning().ifPresent(notes::add);

@@ -15,7 +15,7 @@ import java.time.Duration;
  * while the VM is saved: a virtio-serial port whose host end disconnects reads as end of input
  * in the guest, which would end the worker (FINDINGS).
  */
-public final class TemplateSave {
+final class TemplateSave {
 
     private TemplateSave() {
     }

@@ -8,8 +8,6 @@ import io.qvm.SandboxException;
 import io.qvm.TransportPreference;
 import io.qvm.backend.image.GuestImage;
 import io.qvm.backend.probe.AcceleratorChoice;
-import io.qvm.backend.probe.HostInfo;
-import io.qvm.backend.probe.QemuInstallation;
 import io.qvm.backend.process.CgroupTree;
 import io.qvm.backend.process.QemuProcess;
 import io.qvm.backend.process.QemuProcessException;
@@ -102,12 +100,8 @@ public final class VmStart {
         }
     }
 
-    /** What the VM runs: the host as probed, its QEMU, the verified image and the accelerator. */
-    public record Target(HostInfo host, QemuInstallation qemu, GuestImage image, AcceleratorChoice accel) {
-    }
-
     private final Context ctx;
-    private final Target target;
+    private final StartPlan target;
     private final SandboxConfig config;
     private final List<AutoCloseable> extras = new ArrayList<>();
     private final Map<String, Duration> phases = new LinkedHashMap<>();
@@ -124,10 +118,10 @@ public final class VmStart {
     private Ready ready;
     private boolean stalled;
 
-    private VmStart(Context ctx, Target target, SandboxConfig config) {
+    private VmStart(Context ctx, StartPlan target) {
         this.ctx = ctx;
         this.target = target;
-        this.config = config;
+        this.config = target.config();
         this.sockets = SocketPaths.forSandbox(ctx.runtimeRoot(), id);
     }
 
@@ -136,18 +130,17 @@ public final class VmStart {
      *
      * @throws SandboxException typed as {@link #fail} says, with everything released
      */
-    public static VmStart launch(Context ctx, Target target, SandboxConfig config, VmRole role, long deadline) {
-        return launch(ctx, target, config, role, Optional.empty(), deadline);
+    public static VmStart launch(Context ctx, StartPlan plan, VmRole role, long deadline) {
+        return launch(ctx, plan, role, Optional.empty(), deadline);
     }
 
     /**
-     * As {@link #launch(Context, Target, SandboxConfig, VmRole, long)}, with {@code incoming} (a
+     * As {@link #launch(Context, StartPlan, VmRole, long)}, with {@code incoming} (a
      * clone's migration stream, the template's state file) on QEMU's stdin for
      * {@link io.qvm.backend.template.MigrationStream#restore}.
      */
-    public static VmStart launch(Context ctx, Target target, SandboxConfig config, VmRole role,
-            Optional<Path> incoming, long deadline) {
-        VmStart v = new VmStart(ctx, target, config);
+    public static VmStart launch(Context ctx, StartPlan plan, VmRole role, Optional<Path> incoming, long deadline) {
+        VmStart v = new VmStart(ctx, plan);
         try {
             GuestTransport guestTransport = role instanceof VmRole.Cold ? v.chooseTransport()
                     : new GuestTransport.Serial(v.sockets.worker());
@@ -167,21 +160,17 @@ public final class VmStart {
     /** Step: record the sandbox, build the argv, start QEMU and follow its console. */
     private void startProcess(VmRole role, GuestTransport guestTransport, Optional<Path> incoming)
             throws IOException, QemuProcessException {
-        HostInfo h = target.host();
         AcceleratorChoice accel = target.accel();
         sockets.createDirectories();
         state = ctx.states().create(id, target.qemu().binary().toString(), sockets);
-        QemuCommandInput input = QemuCommandInput.builder()
-                .host(h.os(), h.arch()).guestArch(target.image().arch()).accelerator(accel.accelerator())
-                .qemu(target.qemu()).config(config)
+        QemuCommandInput input = target.input()
                 .image(target.image().kernel(), target.image().initrd())
                 .guestReseed(target.image().manifest().crngReseed())
                 .qmpSocket(sockets.qmp()).consoleLog(state.consoleLog()).eventsLog(state.eventsLog()).pidFile(state.pidFile())
                 .controlSocket(sockets.control()).transport(guestTransport).role(role)
                 .runAs(ctx.runAs().map(QemuUser.Account::name)).build();
         List<String> argv = QemuCommand.build(input);
-        profile = MachineProfile.select(h.os(), h.arch(), target.image().arch(), accel.accelerator(),
-                target.qemu().version(), !(role instanceof VmRole.Cold), target.qemu().capabilities());
+        profile = target.profile(role);
         String what = role instanceof VmRole.Clone ? "restoring" : role instanceof VmRole.Template
                 ? "starting the template VM" : "starting QEMU";
         say(what + " (" + accel.accelerator().qemuName() + ", " + machine() + ", " + config.vcpus() + " vCPU, "
@@ -212,7 +201,7 @@ public final class VmStart {
 
     /** Step: connect to the worker's port (QEMU listens on it from its start). */
     private void connectTransport(GuestTransport t, long deadline) throws TransportException, InterruptedException {
-        Limits limits = limits(config);
+        Limits limits = target.limits();
         Duration left = Deadlines.remaining(deadline);
         transport = t instanceof GuestTransport.Vsock v
                 ? VsockTransport.connect((int) v.guestCid(), v.port(), limits, left, qemu::isAlive)
@@ -245,7 +234,7 @@ public final class VmStart {
         try {
             try (StallWatch stall = new StallWatch(console, transport)) {
                 try {
-                    ready = transport.handshake(Hello.fresh(limits(config)), Deadlines.remaining(deadline));
+                    ready = transport.handshake(Hello.fresh(target.limits()), Deadlines.remaining(deadline));
                 } catch (IOException | RuntimeException e) {
                     stalled = stall.fired();
                     throw e;
@@ -273,7 +262,7 @@ public final class VmStart {
 
     /** Hands the parts to a sandbox (which from now on owns and releases them). */
     public QemuSandbox toSandbox(BootReport report) {
-        return new QemuSandbox(new QemuSandbox.Parts(id, config, limits(config), report, qemu, qmp, transport, state,
+        return new QemuSandbox(new QemuSandbox.Parts(id, config, target.limits(), report, qemu, qmp, transport, state,
                 sockets, console, extras), ctx.onClosed());
     }
 

@@ -1,8 +1,8 @@
 package io.qvm.backend.image;
 
 import io.qvm.HostSetupException;
-import io.qvm.backend.QvmEnvironment;
-import io.qvm.backend.QvmVersion;
+import io.qvm.backend.host.QvmEnvironment;
+import io.qvm.backend.host.QvmVersion;
 import io.qvm.protocol.image.Arch;
 import java.net.URI;
 import java.nio.file.Files;

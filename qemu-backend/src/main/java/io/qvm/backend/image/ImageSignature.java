@@ -1,7 +1,7 @@
 package io.qvm.backend.image;
 
 import io.qvm.HostSetupException;
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -24,7 +24,6 @@ import org.bouncycastle.openpgp.PGPSignatureList;
 import org.bouncycastle.openpgp.PGPUtil;
 import org.bouncycastle.openpgp.operator.bc.BcKeyFingerprintCalculator;
 import org.bouncycastle.openpgp.operator.bc.BcPGPContentVerifierBuilderProvider;
-
 import org.bouncycastle.util.encoders.Hex;
 
 /**

@@ -1,6 +1,6 @@
 package io.qvm.backend.image;
 
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;

@@ -1,6 +1,6 @@
 package io.qvm.backend.image;
 
-import io.qvm.backend.QvmVersion;
+import io.qvm.backend.host.QvmVersion;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.io.InputStream;

@@ -1,6 +1,6 @@
 package io.qvm.backend.image;
 
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.util.PrivateDirectory;
 import io.qvm.protocol.util.Sha256;
@@ -40,10 +40,10 @@ import java.util.Optional;
  * <p>No credentials are sent: a released image is public. A repository that needs them is served
  * through a proxy of the server's own, or fetched by Maven into the local repository instead.
  */
-public final class RemoteImageRepository {
+final class RemoteImageRepository {
 
     /** The environment variable naming the repository's base URL (e.g. {@code https://repo.example/releases}). */
-    public static final String ENV = io.qvm.backend.QvmEnvironment.IMAGE_REPOSITORY;
+    public static final String ENV = io.qvm.backend.host.QvmEnvironment.IMAGE_REPOSITORY;
     /** Where fetched zips are kept: a private directory in the user cache. */
     public static final String CACHE_DIR = "images-remote";
     private static final String PART_PREFIX = ".fetch-";

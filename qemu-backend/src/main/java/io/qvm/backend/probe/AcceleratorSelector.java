@@ -1,7 +1,8 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.HostOs;
 import io.qvm.HostSetupException;
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import io.qvm.Accelerator;
 import java.nio.file.Path;

@@ -1,5 +1,6 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.QemuCapabilities;
 import io.qvm.protocol.image.Arch;
 import io.qvm.Accelerator;
 import java.util.EnumSet;
@@ -34,21 +35,9 @@ public final class CompiledInCheck implements AcceleratorCheck {
                 "use a QEMU build with " + a.qemuName() + " support; " + QemuLocator.installHint(host.os(), guest));
     }
 
-    /** Parses the output of {@code -accel help}; unknown names (xen, nvmm, qtest…) are ignored. */
+    /** {@link QemuCapabilities#parseAccelHelp}. */
     public static Set<Accelerator> parseAccelHelp(String output) {
-        Set<Accelerator> out = EnumSet.noneOf(Accelerator.class);
-        if (output == null) {
-            return out;
-        }
-        for (String line : output.split("\\R")) {
-            String name = line.strip().toLowerCase(Locale.ROOT);
-            for (Accelerator a : Accelerator.values()) {
-                if (a != Accelerator.AUTO && a.qemuName().equals(name)) {
-                    out.add(a);
-                }
-            }
-        }
-        return out;
+        return QemuCapabilities.parseAccelHelp(output);
     }
 
     private static String names(Set<Accelerator> set) {

@@ -1,5 +1,6 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.QemuInstallation;
 import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
 import io.qvm.Accelerator;

@@ -1,5 +1,8 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.QemuInstallation;
+import io.qvm.backend.host.HostOs;
+
 import io.qvm.Accelerator;
 import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;

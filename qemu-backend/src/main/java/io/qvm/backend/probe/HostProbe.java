@@ -1,5 +1,12 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.QemuInstallation;
+import io.qvm.backend.host.QemuCapabilities;
+
+import io.qvm.backend.host.QemuVersion;
+import io.qvm.backend.host.CommandRunner;
+
+import io.qvm.backend.host.HostOs;
 import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
 import java.io.UncheckedIOException;

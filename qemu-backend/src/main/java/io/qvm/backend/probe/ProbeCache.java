@@ -1,6 +1,7 @@
 package io.qvm.backend.probe;
 
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QemuCapabilities;
+import io.qvm.backend.host.QvmEnvironment;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;

@@ -1,5 +1,8 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.QemuCapabilities;
+import io.qvm.backend.host.CommandRunner;
+
 import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
@@ -30,7 +33,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * 0.3 s; it boots nothing). {@code src/test/resources/qemu-builds/record.sh} runs the same
  * commands to record a build's answers for the tests.
  */
-public final class QemuCapabilityProbe {
+final class QemuCapabilityProbe {
 
     /** The machine types whose properties qvm reads, by guest architecture. */
     public static final Map<Arch, List<String>> MACHINE_TYPES = Map.of(

@@ -1,6 +1,7 @@
 package io.qvm.backend.probe;
 
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.HostOs;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -100,17 +101,6 @@ public final class QemuLocator {
 
     /** How to install the missing QEMU on this OS. */
     public static String installHint(HostOs os, Arch guest) {
-        switch (os) {
-            case LINUX:
-                return guest == Arch.X86_64
-                        ? "install qemu-system-x86 (Debian/Ubuntu: apt-get install qemu-system-x86; Fedora: dnf install qemu-system-x86-core)"
-                        : "install qemu-system-arm (Debian/Ubuntu: apt-get install qemu-system-arm; Fedora: dnf install qemu-system-aarch64-core)";
-            case MACOS:
-                return "install QEMU with Homebrew (brew install qemu) or set QVM_QEMU to its directory";
-            case WINDOWS:
-                return "install QEMU for Windows into C:\\Program Files\\qemu or set QVM_QEMU to its directory";
-            default:
-                return "install QEMU and set QVM_QEMU to the directory holding qemu-system-" + guest.qemuName();
-        }
+        return os.qemuInstallHint(guest);
     }
 }

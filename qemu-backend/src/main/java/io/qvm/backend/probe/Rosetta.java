@@ -1,5 +1,9 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.MacOsTools;
+import io.qvm.backend.host.CommandRunner;
+
+import io.qvm.backend.host.HostOs;
 import io.qvm.Accelerator;
 import io.qvm.HostSetupException;
 import java.util.Locale;

@@ -1,8 +1,8 @@
 package io.qvm.backend.process;
 
-import io.qvm.backend.probe.CommandRunner;
-import io.qvm.backend.probe.HostOs;
-import io.qvm.backend.probe.MacOsTools;
+import io.qvm.backend.host.CommandRunner;
+import io.qvm.backend.host.HostOs;
+import io.qvm.backend.host.MacOsTools;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -43,7 +43,7 @@ import java.util.regex.Pattern;
  * @param id   the stable identifier ({@code macos:…}, {@code linux:…}, {@code windows:…}), if any
  * @param name the host name ({@link HostName})
  */
-public record HostIdentity(Optional<String> id, String name) {
+record HostIdentity(Optional<String> id, String name) {
 
     private static final Duration DEADLINE = Duration.ofSeconds(10);
     private static final Pattern IOREG_UUID = Pattern.compile("\"IOPlatformUUID\"\\s*=\\s*\"([0-9A-Fa-f-]{36})\"");

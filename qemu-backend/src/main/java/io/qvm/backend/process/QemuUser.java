@@ -1,10 +1,11 @@
 package io.qvm.backend.process;
 
+import io.qvm.backend.host.Posix;
 import io.qvm.HostSetupException;
-import io.qvm.backend.QvmEnvironment;
-import io.qvm.backend.probe.CommandRunner;
-import io.qvm.backend.probe.HostOs;
-import io.qvm.backend.probe.MacOsTools;
+import io.qvm.backend.host.QvmEnvironment;
+import io.qvm.backend.host.CommandRunner;
+import io.qvm.backend.host.HostOs;
+import io.qvm.backend.host.MacOsTools;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -33,7 +34,7 @@ import java.util.regex.Pattern;
 public final class QemuUser {
 
     /** The user QEMU drops to when qvm runs as root and {@code QVM_QEMU_USER} is unset. */
-    public static final String DEFAULT_USER = "qvm";
+    public static final String DEFAULT_USER = QvmEnvironment.DEFAULT_QEMU_USER;
 
     /** The command that creates {@code user} on Linux: a system account with no home and no login shell. */
     public static String createCommand(String user) {

@@ -1,7 +1,8 @@
 package io.qvm.backend.process;
 
+import io.qvm.backend.host.Posix;
 import io.qvm.HostSetupException;
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

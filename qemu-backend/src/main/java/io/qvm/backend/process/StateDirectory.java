@@ -1,6 +1,7 @@
 package io.qvm.backend.process;
 
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.Posix;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.protocol.util.PrivateDirectory;
 import io.qvm.protocol.util.UnsafeDirectoryException;
 import java.io.IOException;

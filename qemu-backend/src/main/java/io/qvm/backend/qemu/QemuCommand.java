@@ -3,9 +3,9 @@ package io.qvm.backend.qemu;
 import io.qvm.HostSetupException;
 import io.qvm.Accelerator;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.probe.HostOs;
-import io.qvm.backend.probe.QemuCapabilities;
-import io.qvm.backend.probe.QemuVersion;
+import io.qvm.backend.host.HostOs;
+import io.qvm.backend.host.QemuCapabilities;
+import io.qvm.backend.host.QemuVersion;
 import io.qvm.protocol.image.KernelCommandLine;
 import io.qvm.protocol.image.KernelCommandLine.Key;
 import java.nio.charset.StandardCharsets;
@@ -324,7 +324,7 @@ public final class QemuCommand {
             throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "QEMU " + in.qemuVersion() + " at "
                     + in.qemuBinary() + " has no device " + device + " (-device help does not list it), needed for "
                     + forWhat + ": install a full qemu-system build ("
-                    + io.qvm.backend.probe.QemuLocator.installHint(in.hostOs(), in.guestArch()) + ")");
+                    + in.hostOs().qemuInstallHint(in.guestArch()) + ")");
         }
     }
 

@@ -7,7 +7,7 @@ import java.util.Objects;
 
 /**
  * Which kind of template this QEMU and accelerator can make, decided before any VM starts from
- * what the host probe already holds (the QEMU's {@link io.qvm.backend.probe.QemuCapabilities},
+ * what the host probe already holds (the QEMU's {@link io.qvm.backend.host.QemuCapabilities},
  * cached with the binary's identity, its version and the accelerator): no process pays a failed
  * QEMU start and a template boot to find out that templates cannot work here.
  *

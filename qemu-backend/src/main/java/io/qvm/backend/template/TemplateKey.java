@@ -1,7 +1,7 @@
 package io.qvm.backend.template;
 
 import io.qvm.backend.image.GuestImage;
-import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.host.QemuInstallation;
 import io.qvm.backend.qemu.QemuCommand;
 import io.qvm.backend.qemu.QemuCommandInput;
 import io.qvm.backend.qemu.VmRole;

@@ -1,8 +1,8 @@
 package io.qvm.backend.template;
 
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.protocol.util.Sha256;
-import io.qvm.backend.process.Posix;
+import io.qvm.backend.host.Posix;
 import io.qvm.protocol.util.FileTrees;
 import io.qvm.protocol.util.PrivateDirectory;
 import java.io.IOException;

@@ -6,10 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.HostSetupException;
-import io.qvm.backend.QvmEnvironment;
-import io.qvm.backend.QvmVersion;
+import io.qvm.backend.host.QvmEnvironment;
+import io.qvm.backend.host.QvmVersion;
 import io.qvm.backend.image.ImageResolver.Source;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.util.Sha256;

@@ -3,9 +3,8 @@ package io.qvm.backend.image;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.HostSetupException;
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.image.ImageDirectory;
 import java.io.IOException;

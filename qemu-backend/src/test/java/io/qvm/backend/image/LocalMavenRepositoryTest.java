@@ -3,8 +3,7 @@ package io.qvm.backend.image;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,12 +1,15 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.QemuInstallation;
+import io.qvm.backend.host.QemuVersion;
+
+import io.qvm.backend.host.HostOs;
 import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.Accelerator;
 import java.util.ArrayList;
 import java.util.List;

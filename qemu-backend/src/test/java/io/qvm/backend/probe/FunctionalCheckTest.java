@@ -4,7 +4,6 @@ import io.qvm.protocol.image.Arch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.Accelerator;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -63,7 +62,7 @@ class FunctionalCheckTest {
     @Tag("qemu")
     @Tag("security")
     void asRootTheProbeQemuDropsToTheUnprivilegedUserAndStillBoots() {
-        org.junit.jupiter.api.Assumptions.assumeTrue(io.qvm.backend.process.Posix.currentUid() == 0,
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.qvm.backend.host.Posix.currentUid() == 0,
                 "only a root test can have QEMU drop to another user");
         HostInfo h = realHost();
         LayerVerdict v = new FunctionalCheck(new ProbeGuest.BootSectorGuest(), Duration.ofSeconds(20),

@@ -1,10 +1,12 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.QemuVersion;
+import io.qvm.backend.host.HostOs;
+
 import io.qvm.protocol.image.Arch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.Accelerator;
 import java.util.EnumSet;
 import java.util.Optional;

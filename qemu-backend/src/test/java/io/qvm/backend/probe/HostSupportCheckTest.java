@@ -1,10 +1,12 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.CommandRunner;
+import io.qvm.backend.host.HostOs;
+
 import io.qvm.protocol.image.Arch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.Accelerator;
 import java.io.IOException;
 import java.nio.file.Files;

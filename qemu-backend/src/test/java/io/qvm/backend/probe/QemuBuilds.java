@@ -1,5 +1,11 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.QemuInstallation;
+import io.qvm.backend.host.QemuCapabilities;
+
+import io.qvm.backend.host.QemuVersion;
+import io.qvm.backend.host.CommandRunner;
+
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.io.InputStream;

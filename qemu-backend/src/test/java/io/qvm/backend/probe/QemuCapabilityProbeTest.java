@@ -1,9 +1,14 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.QemuInstallation;
+import io.qvm.backend.host.QemuCapabilities;
+
+import io.qvm.backend.host.CommandRunner;
+import io.qvm.backend.host.HostOs;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.Accelerator;
 import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;

@@ -1,9 +1,9 @@
 package io.qvm.backend.probe;
 
+import io.qvm.backend.host.HostOs;
 import io.qvm.protocol.image.Arch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;

@@ -3,9 +3,8 @@ package io.qvm.backend.process;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
-import io.qvm.backend.probe.CommandRunner;
-import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.host.CommandRunner;
+import io.qvm.backend.host.HostOs;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

@@ -4,10 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.HostSetupException;
-import io.qvm.backend.probe.CommandRunner;
-import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.host.CommandRunner;
+import io.qvm.backend.host.HostOs;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;

@@ -3,7 +3,6 @@ package io.qvm.backend.process;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.HostSetupException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -67,7 +66,7 @@ class QemuUserTest {
     void theSystemLookupFindsRoot() {
         // every POSIX host has root in its user database; this is the real lookup, not a fake
         assertEquals(0, QemuUser.Accounts.system().find("root").orElseThrow().uid());
-        assertEquals("sandboxer", QemuUser.system(io.qvm.backend.QvmEnvironment.of(Map.of("QVM_QEMU_USER", "sandboxer")))
+        assertEquals("sandboxer", QemuUser.system(io.qvm.backend.host.QvmEnvironment.of(Map.of("QVM_QEMU_USER", "sandboxer")))
                 .wantedUser());
     }
 }

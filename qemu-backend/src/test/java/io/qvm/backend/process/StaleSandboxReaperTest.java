@@ -1,12 +1,12 @@
 package io.qvm.backend.process;
 
+import io.qvm.backend.host.Posix;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import io.qvm.HostSetupException;
 import io.qvm.protocol.util.PrivateDirectory;
 import java.nio.file.Files;

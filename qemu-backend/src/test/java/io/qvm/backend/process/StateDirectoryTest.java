@@ -1,11 +1,11 @@
 package io.qvm.backend.process;
 
+import io.qvm.backend.host.Posix;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.HostSetupException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

@@ -4,14 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.Accelerator;
 import io.qvm.HostSetupException;
 import io.qvm.SandboxConfig;
 import io.qvm.TransportPreference;
-import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.host.HostOs;
 import io.qvm.backend.probe.QemuBuilds;
-import io.qvm.backend.probe.QemuCapabilities;
+import io.qvm.backend.host.QemuCapabilities;
 import io.qvm.protocol.image.Arch;
 import java.nio.file.Path;
 import java.util.HashMap;

@@ -3,13 +3,12 @@ package io.qvm.backend.qemu;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.Accelerator;
 import io.qvm.SandboxConfig;
 import io.qvm.protocol.image.Arch;
 import io.qvm.backend.probe.HostInfo;
 import io.qvm.backend.probe.HostProbe;
-import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.backend.host.QemuInstallation;
 import io.qvm.backend.probe.TestImages;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;

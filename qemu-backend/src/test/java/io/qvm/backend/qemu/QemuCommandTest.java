@@ -5,13 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.Accelerator;
 import io.qvm.RunscPlatform;
 import io.qvm.SandboxConfig;
 import io.qvm.protocol.image.Arch;
-import io.qvm.backend.probe.HostOs;
-import io.qvm.backend.probe.QemuVersion;
+import io.qvm.backend.host.HostOs;
+import io.qvm.backend.host.QemuVersion;
 import io.qvm.protocol.image.KernelCommandLine;
 import java.nio.file.Path;
 import java.util.Arrays;

@@ -5,11 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import com.fasterxml.jackson.databind.JsonNode;
 import io.qvm.backend.qmp.FakeQmpServer.Effect;
 import io.qvm.backend.qmp.FakeQmpServer.Reply;
-import io.qvm.backend.process.Posix;
+import io.qvm.backend.host.Posix;
 import io.qvm.backend.process.QemuUser;
 import io.qvm.backend.template.MigrationSocket;
 import io.qvm.backend.template.MigrationStream;

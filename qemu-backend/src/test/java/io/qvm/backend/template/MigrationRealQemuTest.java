@@ -5,8 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
-import io.qvm.backend.process.Posix;
+import io.qvm.backend.host.Posix;
 import io.qvm.backend.process.QemuProcess;
 import io.qvm.backend.process.QemuUser;
 import io.qvm.backend.process.StopLadder;

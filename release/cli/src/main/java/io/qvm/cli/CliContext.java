@@ -1,6 +1,6 @@
 package io.qvm.cli;
 
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.admin.Directories;
 import io.qvm.image.ImageInfo;
 import java.nio.file.Path;
 import java.util.Map;
@@ -33,8 +33,7 @@ public record CliContext(Map<String, String> env, boolean interactive, ImageTool
     /** The real host: the probe, QEMU and templates of this machine and user. */
     public static final Backends SYSTEM_BACKENDS = (ctx, imageRoot, stateRoot, progress) ->
             io.qvm.QemuVmBackend.builder().imageDir(imageRoot).stateDirectory(stateRoot)
-                    .templateDirectory(TemplateCommand.store(ctx).root()).progress(progress)
-                    .qemuUser(io.qvm.backend.process.QemuUser.system(ctx.qvmEnv()));
+                    .templateDirectory(TemplateCommand.store(ctx).root()).progress(progress).environment(ctx.env());
 
     public CliContext {
         env = Map.copyOf(env);
@@ -69,8 +68,8 @@ public record CliContext(Map<String, String> env, boolean interactive, ImageTool
     }
 
     /** The library's view of {@link #env}: every {@code QVM_*} variable and its default. */
-    QvmEnvironment qvmEnv() {
-        return QvmEnvironment.of(env);
+    Directories qvmEnv() {
+        return Directories.of(env);
     }
 
     /**
@@ -86,7 +85,7 @@ public record CliContext(Map<String, String> env, boolean interactive, ImageTool
         if (option != null) {
             return option.toAbsolutePath().normalize();
         }
-        return qvmEnv().get(QvmEnvironment.STATE).map(s -> Path.of(s).toAbsolutePath().normalize())
+        return qvmEnv().get(Directories.STATE).map(s -> Path.of(s).toAbsolutePath().normalize())
                 .orElseGet(() -> qvmEnv().stateRoot());
     }
 
@@ -95,18 +94,18 @@ public record CliContext(Map<String, String> env, boolean interactive, ImageTool
      * holding the working directory (the {@code ./qvm} launcher sets {@code $QVM_IMAGE_DIR} to its
      * checkout's). The CLI gives the backend this directory, so it is the only place searched; the
      * library alone never looks for a checkout: it searches {@code $QVM_IMAGE_DIR}, the user cache,
-     * then the local Maven repository ({@link io.qvm.backend.image.ImageResolver}).
+     * then the local Maven repository (the backend's default).
      */
     Path imageRoot(Path option) {
         if (option != null) {
             return option.toAbsolutePath().normalize();
         }
-        return qvmEnv().get(QvmEnvironment.IMAGE_DIR).map(s -> Path.of(s).toAbsolutePath().normalize())
+        return qvmEnv().get(Directories.IMAGE_DIR).map(s -> Path.of(s).toAbsolutePath().normalize())
                 .orElseGet(() -> ImageInfo.repoRoot().resolve("out").resolve("image"));
     }
 
-    /** Where sandbox sockets go (the control socket too): {@link QvmEnvironment#runtimeRoot()} of this process. */
+    /** Where sandbox sockets go (the control socket too): {@link Directories#runtimeRoot()} of this process. */
     Path runtimeRoot() {
-        return QvmEnvironment.system().runtimeRoot();
+        return Directories.system().runtimeRoot();
     }
 }

@@ -1,8 +1,8 @@
 package io.qvm.cli;
 
+import io.qvm.admin.SandboxRecord;
+import io.qvm.admin.SandboxStates;
 import com.fasterxml.jackson.databind.JsonNode;
-import io.qvm.backend.process.LogTail;
-import io.qvm.backend.process.StateDirectory;
 import io.qvm.cli.control.ReadyFile;
 import io.qvm.protocol.util.FileTrees;
 import io.qvm.protocol.util.Retry;
@@ -59,7 +59,7 @@ final class DetachLauncher {
 
     int launch(Duration wait, PrintWriter out, boolean json) throws IOException, InterruptedException {
         Path stateRoot = ctx.stateRoot(dirs.stateDir);
-        String handle = StateDirectory.newSandboxId();
+        String handle = SandboxStates.newId();
         Path launchDir = Launch.create(stateRoot, handle);
         Path log = launchDir.resolve(Launch.LOG);
         Files.createFile(log);
@@ -117,7 +117,7 @@ final class DetachLauncher {
                     stopped = true;
                     throw new CliException(ExitCode.BOOT_FAILED, "BOOT_TIMEOUT", "the sandbox was not ready within "
                             + wait.toSeconds() + " s; " + how + ". Supervisor log (tail):\n"
-                            + LogTail.tail(log, 4096), "raise --wait or --boot-timeout; qvm doctor checks the host",
+                            + SandboxRecord.tail(log, 4096), "raise --wait or --boot-timeout; qvm doctor checks the host",
                             null);
                 }
                 retry.pause("waiting for the detached supervisor to be ready");
@@ -227,7 +227,7 @@ final class DetachLauncher {
 
     /** The failure of a supervisor that exited before ready, from its failed.json or its exit code. */
     private static CliException died(int exitValue, Path launchDir, Path log) {
-        String tail = LogTail.tail(log, 4096);
+        String tail = SandboxRecord.tail(log, 4096);
         try {
             JsonNode f = Output.JSON.readTree(launchDir.resolve(Launch.FAILED).toFile());
             ExitCode code = ExitCode.of(f.path("exitCode").asInt(exitValue));

@@ -2,37 +2,16 @@ package io.qvm.cli;
 
 import io.qvm.HostSetupException;
 import io.qvm.Accelerator;
-import io.qvm.SandboxException;
-import io.qvm.backend.image.GuestImage;
-import io.qvm.backend.probe.AcceleratorCheck;
-import io.qvm.backend.probe.AcceleratorSelector;
+import io.qvm.admin.GuestImages;
+import io.qvm.admin.HostReport;
+import io.qvm.admin.SandboxStates;
 import io.qvm.protocol.image.Arch;
-import io.qvm.backend.probe.CompiledInCheck;
-import io.qvm.backend.probe.FunctionalCheck;
-import io.qvm.backend.probe.HostInfo;
-import io.qvm.backend.probe.HostOs;
-import io.qvm.backend.probe.HostProbe;
-import io.qvm.backend.probe.HostSupportCheck;
-import io.qvm.backend.probe.Layer;
-import io.qvm.backend.probe.LayerVerdict;
-import io.qvm.backend.probe.ProbeCache;
-import io.qvm.backend.probe.ProbeGuest;
-import io.qvm.backend.probe.QemuInstallation;
-import io.qvm.backend.probe.Rosetta;
-import io.qvm.backend.process.CgroupTree;
-import io.qvm.backend.process.ChildEnvironment;
-import io.qvm.backend.process.QemuUser;
-import io.qvm.backend.process.SocketPaths;
-import io.qvm.backend.qemu.MachineProfile;
-import io.qvm.backend.qemu.QemuCommand;
-import io.qvm.backend.process.StateDirectory;
 import io.qvm.protocol.util.PrivateDirectory;
 import io.qvm.transport.vsock.VsockSupport;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -88,7 +67,7 @@ final class DoctorCommand implements Callable<Integer> {
     public Integer call() {
         List<Problem> problems = new ArrayList<>();
         String osName = System.getProperty("os.name", "");
-        HostOs os = HostOs.fromOsName(osName);
+        HostReport.Os os = HostReport.Os.of(osName);
         Optional<Arch> hostArch = Arch.fromOsArch(System.getProperty("os.arch", ""));
         boolean hostOk = true;
         if (hostArch.isEmpty()) {
@@ -96,14 +75,15 @@ final class DoctorCommand implements Callable<Integer> {
                     "run qvm on an x86_64 or aarch64 host"));
             hostOk = false;
         }
-        HostInfo info = null;
-        try {
-            info = HostProbe.system().probe();
-        } catch (SandboxException e) {
-            problems.add(new Problem("error", e.getMessage(), hostArch.map(a -> InstallHints.qemu(os, a)).orElse("")));
+        Path imageRoot = ctx.imageRoot(dirs.imageDir);
+        HostReport report = HostReport.probe(new HostReport.Options(ctx.env(), Optional.of(imageRoot), !quick, !noCache));
+        if (report.probeFailure().isPresent()) {
+            problems.add(new Problem("error", report.probeFailure().get(),
+                    hostArch.map(a -> InstallHints.qemu(os, a)).orElse("")));
             hostOk = false;
         }
-        Optional<Problem> rosetta = rosetta(info);
+        boolean probed = report.probeFailure().isEmpty();
+        Optional<Problem> rosetta = rosetta(report.rosetta());
         if (rosetta.isPresent()) {
             problems.add(rosetta.get());
             hostOk = false;
@@ -113,51 +93,40 @@ final class DoctorCommand implements Callable<Integer> {
                 rosetta.isPresent());
         List<QemuEntry> qemu = new ArrayList<>();
         for (Arch a : Arch.values()) {
-            Optional<QemuInstallation> q = info == null ? Optional.empty() : info.qemu(a);
+            Optional<HostReport.Qemu> q = report.qemu(a);
             String fix = q.isPresent() ? null : InstallHints.qemu(os, a);
             qemu.add(new QemuEntry(a.qemuName(), q.isPresent(), q.map(i -> i.binary().toString()).orElse(null),
-                    q.map(i -> i.version().toString()).orElse(null),
+                    q.map(HostReport.Qemu::version).orElse(null),
                     q.map(i -> i.compiledIn().stream().map(Accelerator::qemuName).sorted().toList()).orElse(List.of()),
                     fix));
-            if (q.isEmpty() && hostArch.isPresent() && a == hostArch.get() && info != null) {
+            if (q.isEmpty() && hostArch.isPresent() && a == hostArch.get() && probed) {
                 problems.add(new Problem("error", "no qemu-system-" + a.qemuName() + " found", fix));
                 hostOk = false;
             }
         }
 
-        Path imageRoot = ctx.imageRoot(dirs.imageDir);
         ImageEntry image = image(imageRoot, hostArch.orElse(Arch.X86_64), problems);
 
         List<AccelEntry> accels = new ArrayList<>();
-        String autoChoice = null;
-        if (info != null && info.qemu(info.arch()).isPresent()) {
-            ProbeGuest guest = image.verified() ? new ProbeGuest.KernelGuest(GuestImage.load(imageRoot, info.arch()).kernel(),
-                    Optional.empty()) : new ProbeGuest.BootSectorGuest();
-            AcceleratorCheck[] layers = {new CompiledInCheck(), HostSupportCheck.system(ctx.env()),
-                quick ? null : new FunctionalCheck(guest, Duration.ofSeconds(20), Duration.ofSeconds(90),
-                        noCache ? null : ProbeCache.defaultLocation(ctx.env()), probeUser())};
-            for (Accelerator a : new Accelerator[] {Accelerator.KVM, Accelerator.HVF, Accelerator.WHPX, Accelerator.TCG}) {
-                accels.add(evaluate(a, info, layers));
-            }
-            Optional<Accelerator> nat = AcceleratorSelector.nativeFor(info.os());
-            Optional<AccelEntry> natEntry = nat.flatMap(n -> accels.stream().filter(x -> x.name().equals(n.qemuName())).findFirst());
+        for (HostReport.AcceleratorReport a : report.accelerators()) {
+            accels.add(new AccelEntry(a.accelerator().qemuName(), a.usable(), a.layers().stream()
+                    .map(l -> new LayerEntry(l.layer(), l.status().label(), l.status() == HostReport.Status.SKIPPED
+                            ? "--quick: " + l.reason() : emptyToNull(l.reason()), emptyToNull(l.fix()), l.cached()))
+                    .toList()));
+        }
+        String autoChoice = report.autoChoice().map(Accelerator::qemuName).orElse(null);
+        if (!accels.isEmpty() && !report.rosetta() && autoChoice == null) {
             AccelEntry tcg = accels.get(accels.size() - 1);
-            if (info.rosetta()) {
-                autoChoice = null; // refused: see the Rosetta problem above
-            } else if (natEntry.isPresent() && natEntry.get().usable()) {
-                autoChoice = natEntry.get().name();
-            } else if (tcg.usable()) {
-                autoChoice = "tcg";
-                natEntry.ifPresent(n -> n.layers().stream().filter(l -> l.status().equals("failed")).findFirst()
-                        .ifPresent(l -> problems.add(new Problem("warning", n.name() + " is not usable (" + l.layer()
-                                + ": " + l.reason() + "); sandboxes fall back to TCG, roughly 10x slower", l.fix()))));
-            } else {
-                problems.add(new Problem("error", "no accelerator works, not even TCG: " + tcg.layers().stream()
-                        .filter(l -> l.status().equals("failed")).map(LayerEntry::reason).findFirst().orElse("?"),
-                        tcg.layers().stream().map(LayerEntry::fix).filter(f -> f != null && !f.isEmpty()).findFirst()
-                                .orElse("reinstall QEMU")));
-                hostOk = false;
-            }
+            problems.add(new Problem("error", "no accelerator works, not even TCG: " + tcg.layers().stream()
+                    .filter(l -> l.status().equals("failed")).map(LayerEntry::reason).findFirst().orElse("?"),
+                    tcg.layers().stream().map(LayerEntry::fix).filter(f -> f != null && !f.isEmpty()).findFirst()
+                            .orElse("reinstall QEMU")));
+            hostOk = false;
+        } else if ("tcg".equals(autoChoice)) {
+            report.nativeAccelerator().flatMap(n -> accels.stream().filter(x -> x.name().equals(n.qemuName())).findFirst())
+                    .ifPresent(n -> n.layers().stream().filter(l -> l.status().equals("failed")).findFirst()
+                            .ifPresent(l -> problems.add(new Problem("warning", n.name() + " is not usable (" + l.layer()
+                                    + ": " + l.reason() + "); sandboxes fall back to TCG, roughly 10x slower", l.fix()))));
         }
 
         VsockSupport.Verdict v;
@@ -172,7 +141,12 @@ final class DoctorCommand implements Callable<Integer> {
         if (state.problem() != null) {
             hostOk = false;
         }
-        List<ConfinementEntry> confinement = confinement(os, autoChoice, problems);
+        List<ConfinementEntry> confinement = new ArrayList<>();
+        for (HostReport.Confinement c : report.confinement()) {
+            confinement.add(new ConfinementEntry(c.name(), c.status(), c.detail()));
+            c.problem().ifPresent(p -> problems.add(new Problem("error", p, c.fix().orElse(null))));
+        }
+        confinement.add(ptraceScope(os, PTRACE_SCOPE, problems));
         if (confinement.stream().anyMatch(c -> c.name().equals("unprivileged") && c.status().equals("inactive"))) {
             hostOk = false; // as root with no user for QEMU, no sandbox starts
         }
@@ -180,34 +154,14 @@ final class DoctorCommand implements Callable<Integer> {
         String verdict = ok ? "this host can run sandboxes (accelerator " + autoChoice + ")"
                 : hostOk ? "this host can run sandboxes once the guest image is built"
                 : "this host cannot run sandboxes: fix the errors below";
-        DoctorReport report = new DoctorReport("qvm.doctor/1", ok, verdict, host, qemu, accels, autoChoice, vsock,
+        DoctorReport out = new DoctorReport("qvm.doctor/1", ok, verdict, host, qemu, accels, autoChoice, vsock,
                 image, state, confinement, problems);
-        Output.emit(spec.commandLine().getOut(), report, json.enabled());
+        Output.emit(spec.commandLine().getOut(), out, json.enabled());
         return ok ? ExitCode.OK.code() : hostOk ? ExitCode.IMAGE.code() : ExitCode.HOST.code();
     }
 
-    private AccelEntry evaluate(Accelerator a, HostInfo info, AcceleratorCheck[] layers) {
-        List<LayerEntry> out = new ArrayList<>();
-        boolean failed = false;
-        Layer[] names = {Layer.COMPILED_IN, Layer.HOST_SUPPORT, Layer.FUNCTIONAL};
-        for (int i = 0; i < layers.length; i++) {
-            if (failed) {
-                out.add(new LayerEntry(names[i].label(), "not-checked", null, null, false));
-            } else if (layers[i] == null) {
-                out.add(new LayerEntry(names[i].label(), "skipped", "--quick: no guest was booted", null, false));
-            } else {
-                LayerVerdict v;
-                try {
-                    v = layers[i].check(a, info, info.arch());
-                } catch (RuntimeException e) {
-                    v = LayerVerdict.fail(a, names[i], "the probe failed: " + e.getMessage(), "");
-                }
-                out.add(new LayerEntry(v.layer().label(), v.passed() ? "passed" : "failed", v.reason(),
-                        v.fix().isEmpty() ? null : v.fix(), v.cached()));
-                failed = !v.passed();
-            }
-        }
-        return new AccelEntry(a.qemuName(), !failed, out);
+    private static String emptyToNull(String s) {
+        return s == null || s.isEmpty() ? null : s;
     }
 
     private static ImageEntry image(Path root, Arch arch, List<Problem> problems) {
@@ -215,7 +169,7 @@ final class DoctorCommand implements Callable<Integer> {
         String fix = InstallHints.imageBuild(arch);
         boolean present = Files.isDirectory(dir);
         try {
-            GuestImage img = GuestImage.load(root, arch);
+            GuestImages.Image img = GuestImages.verify(root, arch);
             return new ImageEntry(dir.toString(), true, true, img.kernelVersion().orElse(null), null, null);
         } catch (HostSetupException e) {
             problems.add(new Problem("error", e.getMessage(), fix));
@@ -231,67 +185,20 @@ final class DoctorCommand implements Callable<Integer> {
             PrivateDirectory.ensure(root); // as the backend makes it: 0700, an existing one must be ours and 0700
             Path probe = Files.createTempFile(root, ".doctor", ".tmp");
             Files.delete(probe);
-            count = StateDirectory.at(root).list().size();
+            count = SandboxStates.at(root).list().size();
         } catch (IOException | RuntimeException e) {
             problem = "the state directory " + root + " is not usable: " + e.getMessage();
             problems.add(new Problem("error", problem, "fix it as the message says (qvm never changes an existing "
                     + "directory), or set QVM_STATE (or --state-dir) to a directory of its own"));
         }
-        Path runtime = SocketPaths.defaultRuntimeRoot();
+        Path runtime = SandboxStates.defaultRuntimeRoot();
         try {
-            SocketPaths.forSandbox(runtime, "aaaaaaaaaaaa");
+            SandboxStates.checkRuntimeRoot(runtime);
         } catch (IllegalArgumentException e) {
             problem = e.getMessage();
             problems.add(new Problem("error", problem, "set QVM_RUNTIME_DIR to a short directory, e.g. /tmp/qvm"));
         }
         return new StateEntry(root.toString(), problem == null, count, runtime.toString(), problem);
-    }
-
-    /** The user the probe QEMU drops to, as a sandbox's would (none when there is none to drop to: reported below). */
-    private Optional<String> probeUser() {
-        try {
-            return QemuUser.system(ctx.qvmEnv()).dropTo().map(QemuUser.Account::name);
-        } catch (HostSetupException e) {
-            return Optional.empty();
-        }
-    }
-
-    /**
-     * What confines QEMU on this host, as a sandbox started now would run: its seccomp filter, the
-     * user it runs as, its cgroup, TCG's translation cache cap, its environment.
-     */
-    private List<ConfinementEntry> confinement(HostOs os, String autoChoice, List<Problem> problems) {
-        List<ConfinementEntry> out = new ArrayList<>();
-        QemuUser user = QemuUser.system(ctx.qvmEnv());
-        boolean drops = false;
-        String who;
-        String whoStatus = "active";
-        try {
-            drops = user.dropTo().isPresent();
-            who = user.describe();
-        } catch (HostSetupException e) {
-            who = e.getMessage();
-            whoStatus = "inactive";
-            problems.add(new Problem("error", "QEMU would run as root: there is no user '" + user.wantedUser()
-                    + "' to drop to", user.createCommand()));
-        }
-        out.add(os == HostOs.LINUX
-                ? new ConfinementEntry("seccomp", "active", "QEMU's filter: -sandbox "
-                        + (drops ? QemuCommand.SECCOMP_RUNAS + " (set*id allowed for its own drop)" : QemuCommand.SECCOMP))
-                : new ConfinementEntry("seccomp", "inactive", "QEMU has no seccomp filter on " + os));
-        out.add(new ConfinementEntry("unprivileged", whoStatus, who));
-        CgroupTree.Availability cg = CgroupTree.system().availability();
-        out.add(new ConfinementEntry("cgroup", cg.usable() ? "active" : "inactive", cg.detail()));
-        out.add("tcg".equals(autoChoice)
-                ? new ConfinementEntry("tb-size", "active", "TCG's translation cache is capped at "
-                        + MachineProfile.TCG_TB_MIB + " MiB per QEMU (QEMU's default: 1 GiB)")
-                : new ConfinementEntry("tb-size", autoChoice == null ? "inactive" : "not-needed", autoChoice == null
-                        ? "no accelerator chosen yet" : autoChoice + " runs guest code natively: no translation cache"));
-        out.add(new ConfinementEntry("environment", "active", "QEMU gets " + String.join(" ", ChildEnvironment.forQemu()
-                .entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toList())
-                + " and nothing else of the host's environment"));
-        out.add(ptraceScope(os, PTRACE_SCOPE, problems));
-        return out;
     }
 
     /** Yama's setting: who may ptrace (attach to, read the memory of) another process. */
@@ -303,8 +210,8 @@ final class DoctorCommand implements Callable<Integer> {
      * user, so one QEMU taken over by its guest could read and steer the others. A warning, not
      * an error: a sandbox still runs.
      */
-    static ConfinementEntry ptraceScope(HostOs os, Path file, List<Problem> problems) {
-        if (os != HostOs.LINUX) {
+    static ConfinementEntry ptraceScope(HostReport.Os os, Path file, List<Problem> problems) {
+        if (os != HostReport.Os.LINUX) {
             return new ConfinementEntry("ptrace", "not-needed", "Yama's ptrace_scope is Linux's; not checked on " + os);
         }
         String fix = "sudo sysctl -w kernel.yama.ptrace_scope=1, and put kernel.yama.ptrace_scope = 1 in "
@@ -347,16 +254,16 @@ final class DoctorCommand implements Callable<Integer> {
     }
 
     /**
-     * The error for a JVM under Rosetta 2 ({@link io.qvm.backend.probe.Rosetta}): sandboxes with
+     * The error for a JVM under Rosetta 2 ({@link HostReport#rosetta()}): sandboxes with
      * accelerator AUTO are refused there, so the host counts as unfit until an arm64 JDK runs qvm.
      */
-    static Optional<Problem> rosetta(HostInfo info) {
-        if (info == null || !info.rosetta()) {
+    static Optional<Problem> rosetta(boolean translated) {
+        if (!translated) {
             return Optional.empty();
         }
-        return Optional.of(new Problem("error", Rosetta.describe() + ": qvm would run the x86_64 guest under TCG "
-                + "emulation (HVF runs arm64 guests only on this Mac), roughly 10x slower, so accelerator AUTO is refused",
-                Rosetta.FIX));
+        return Optional.of(new Problem("error", HostReport.describeRosetta() + ": qvm would run the x86_64 guest under "
+                + "TCG emulation (HVF runs arm64 guests only on this Mac), roughly 10x slower, so accelerator AUTO is "
+                + "refused", HostReport.ROSETTA_FIX));
     }
 
     record QemuEntry(String arch, boolean found, String binary, String version, List<String> compiledIn, String fix) {

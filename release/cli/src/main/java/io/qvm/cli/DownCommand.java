@@ -1,8 +1,6 @@
 package io.qvm.cli;
 
-import io.qvm.backend.process.ReapReport;
-import io.qvm.backend.process.StaleSandboxReaper;
-import io.qvm.backend.process.StateDirectory;
+import io.qvm.admin.SandboxStates;
 import io.qvm.cli.control.ControlClient;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -27,7 +25,7 @@ import picocli.CommandLine.Spec;
  * is stopped by {@link OwnerStop} (POSIX: its owner SIGTERMed, whose shutdown hook stops it;
  * Windows: a booting one's proven QEMU stopped, after which its owner cleans up and exits — never
  * TerminateProcess on an owner); a stale one (owner gone) is reaped by
- * {@link StaleSandboxReaper}, which kills QEMU only after checking the pid really is that QEMU.
+ * {@link SandboxStates#reap}, which kills QEMU only after checking the pid really is that QEMU.
  * A sandbox owned by another program (the library) is left alone.
  */
 @Command(name = "down", description = "Stop a sandbox (or --all): gracefully through its supervisor, else by reaping it.",
@@ -67,7 +65,7 @@ final class DownCommand implements Callable<Integer> {
         if ((id == null) == !all) {
             throw new ParameterException(spec.commandLine(), "give a sandbox ID or --all (one of them)");
         }
-        StateDirectory states = StateDirectory.at(ctx.stateRoot(dirs.stateDir));
+        SandboxStates states = SandboxStates.at(ctx.stateRoot(dirs.stateDir));
         List<Sandboxes.Entry> targets = new ArrayList<>();
         if (all) {
             // a session's pooled sandboxes stop with it
@@ -87,7 +85,7 @@ final class DownCommand implements Callable<Integer> {
         return ok ? ExitCode.OK.code() : ExitCode.ERROR.code();
     }
 
-    private Result stop(Sandboxes.Entry e, StateDirectory states, Progress progress) {
+    private Result stop(Sandboxes.Entry e, SandboxStates states, Progress progress) {
         try {
             switch (e.status()) {
                 case "running":
@@ -132,7 +130,7 @@ final class DownCommand implements Callable<Integer> {
      *
      * @param controlSocket the socket that did not answer; null for a booting sandbox
      */
-    private Result terminateOwner(Sandboxes.Entry e, StateDirectory states, String why, String controlSocket)
+    private Result terminateOwner(Sandboxes.Entry e, SandboxStates states, String why, String controlSocket)
             throws IOException, InterruptedException {
         Optional<ProcessHandle> owner = Sandboxes.alive(e.owner().ownerPid(), e.owner().ownerStartedAt());
         String how = "its owner pid " + e.owner().ownerPid() + " is gone";
@@ -152,9 +150,9 @@ final class DownCommand implements Callable<Integer> {
                 + r.detail());
     }
 
-    private Result reap(Sandboxes.Entry e, StateDirectory states) throws IOException {
-        ReapReport report = new StaleSandboxReaper(states, ctx.runtimeRoot(), io.qvm.backend.process.CgroupTree.system()).reap();
-        Optional<ReapReport.Entry> mine = report.entry(e.id());
+    private Result reap(Sandboxes.Entry e, SandboxStates states) throws IOException {
+        Optional<SandboxStates.Reaped> mine = states.reap(ctx.runtimeRoot()).stream()
+                .filter(r -> r.sandboxId().equals(e.id())).findFirst();
         if (mine.isEmpty()) {
             return new Result(e.id(), "reaped", "already gone");
         }
@@ -174,7 +172,7 @@ final class DownCommand implements Callable<Integer> {
         }
     }
 
-    private Result finish(Sandboxes.Entry e, StateDirectory states, String outcome, String detail)
+    private Result finish(Sandboxes.Entry e, SandboxStates states, String outcome, String detail)
             throws IOException {
         if (Files.exists(e.state().dir())) {
             Sandboxes.Entry now = Sandboxes.describe(e.state());

@@ -1,5 +1,6 @@
 package io.qvm.cli;
 
+import io.qvm.admin.HostReport;
 import io.qvm.BootFailedException;
 import io.qvm.InvalidConfigException;
 import io.qvm.RenderFailedException;
@@ -7,7 +8,6 @@ import io.qvm.SandboxException;
 import io.qvm.SandboxLostException;
 import io.qvm.HostSetupException;
 import io.qvm.protocol.image.Arch;
-import io.qvm.backend.probe.HostOs;
 import io.qvm.protocol.ErrorCode;
 import io.qvm.protocol.util.UnsafeDirectoryException;
 import java.io.IOException;
@@ -49,7 +49,7 @@ public final class Failures {
         if (e instanceof HostSetupException h) {
             return switch (h.problem()) {
                 case QEMU_NOT_FOUND -> new CliException(ExitCode.HOST, "QEMU_NOT_FOUND", msg,
-                        InstallHints.qemu(HostOs.fromOsName(System.getProperty("os.name", "")), hostArch()), e);
+                        InstallHints.qemu(HostReport.Os.current(), hostArch()), e);
                 case ACCELERATOR_UNAVAILABLE -> new CliException(ExitCode.HOST, "ACCELERATOR_UNAVAILABLE", msg,
                         "run qvm doctor; --accelerator auto falls back to tcg", e);
                 case TRANSPORT_UNAVAILABLE -> new CliException(ExitCode.HOST, "TRANSPORT_UNAVAILABLE", msg,

@@ -1,7 +1,7 @@
 package io.qvm.cli;
 
+import io.qvm.admin.HostReport;
 import io.qvm.protocol.image.Arch;
-import io.qvm.backend.probe.HostOs;
 
 /** The exact commands that fix a missing prerequisite, per host OS. */
 final class InstallHints {
@@ -13,7 +13,7 @@ final class InstallHints {
     }
 
     /** How to install {@code qemu-system-<guest>} on {@code os}. */
-    static String qemu(HostOs os, Arch guest) {
+    static String qemu(HostReport.Os os, Arch guest) {
         String debianPackage = guest == Arch.X86_64 ? "qemu-system-x86" : "qemu-system-arm";
         switch (os) {
             case LINUX:
@@ -33,14 +33,14 @@ final class InstallHints {
 
     /** How to (re)build the guest image on this host. */
     static String imageBuild(Arch arch) {
-        return imageBuild(HostOs.fromOsName(System.getProperty("os.name", "")), arch);
+        return imageBuild(HostReport.Os.current(), arch);
     }
 
     /**
      * How to (re)build the guest image on {@code os} (adr/0010: the build needs a JDK and the
      * archive's URLs, no apt or dpkg), or get the released one (adr/0011).
      */
-    static String imageBuild(HostOs os, Arch arch) {
+    static String imageBuild(HostReport.Os os, Arch arch) {
         String build = "./qvm image build --arch " + arch.qemuName();
         String mirrors = "QVM_DEBIAN_MIRROR and QVM_DEBIAN_SECURITY_MIRROR (a Debian archive and its security archive)";
         String how = switch (os) {

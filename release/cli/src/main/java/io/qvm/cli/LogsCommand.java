@@ -1,7 +1,7 @@
 package io.qvm.cli;
 
+import io.qvm.admin.SandboxStates;
 import io.qvm.protocol.util.ControlChars;
-import io.qvm.backend.process.StateDirectory;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
@@ -75,7 +75,7 @@ final class LogsCommand implements Callable<Integer> {
         if (tail != null && tail < 0) {
             throw new ParameterException(spec.commandLine(), "--tail must be 0 or more, was " + tail);
         }
-        StateDirectory states = StateDirectory.at(ctx.stateRoot(dirs.stateDir));
+        SandboxStates states = SandboxStates.at(ctx.stateRoot(dirs.stateDir));
         Sandboxes.Entry e = Sandboxes.find(states, id).orElseThrow(() -> new CliException(ExitCode.NOT_FOUND,
                 "NOT_FOUND", "no sandbox " + id + " in " + states.root(), "qvm ps lists the sandboxes", null));
         String name;

@@ -1,7 +1,7 @@
 package io.qvm.cli;
 
+import io.qvm.admin.GuestImages;
 import io.qvm.HostSetupException;
-import io.qvm.backend.image.GuestImage;
 import io.qvm.protocol.image.Arch;
 import java.nio.file.Path;
 import java.util.List;
@@ -26,7 +26,7 @@ final class MissingImage {
             return; // the backend reports the unsupported host with its own typed error
         }
         try {
-            GuestImage.load(imageRoot, arch);
+            GuestImages.verify(imageRoot, arch);
             return;
         } catch (HostSetupException missing) {
             progress.line("guest image: " + firstLine(missing.getMessage()));

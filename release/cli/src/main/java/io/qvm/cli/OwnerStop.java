@@ -1,10 +1,6 @@
 package io.qvm.cli;
 
-import io.qvm.backend.process.OwnerRecord;
-import io.qvm.backend.process.ProcessInfo;
-import io.qvm.backend.process.ProcessTable;
-import io.qvm.backend.process.QemuIdentity;
-import io.qvm.backend.process.SandboxState;
+import io.qvm.admin.SandboxRecord;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Objects;
@@ -36,11 +32,11 @@ import java.util.concurrent.TimeoutException;
 final class OwnerStop {
 
     private final boolean posixSignals;
-    private final ProcessTable processes;
+    private final SandboxRecord.ProcessView processes;
     private final Duration exitDeadline;
 
     /** @param posixSignals whether {@code destroy()} is SIGTERM here (false on Windows) */
-    OwnerStop(boolean posixSignals, ProcessTable processes, Duration exitDeadline) {
+    OwnerStop(boolean posixSignals, SandboxRecord.ProcessView processes, Duration exitDeadline) {
         this.posixSignals = posixSignals;
         this.processes = Objects.requireNonNull(processes, "processes");
         this.exitDeadline = Objects.requireNonNull(exitDeadline, "exitDeadline");
@@ -48,7 +44,7 @@ final class OwnerStop {
 
     /** This host. */
     static OwnerStop system(Duration exitDeadline) {
-        return new OwnerStop(!windows(System.getProperty("os.name", "")), ProcessTable.system(), exitDeadline);
+        return new OwnerStop(!windows(System.getProperty("os.name", "")), SandboxRecord.ProcessView.HOST, exitDeadline);
     }
 
     static boolean windows(String osName) {
@@ -65,7 +61,7 @@ final class OwnerStop {
      * @param booting whether the sandbox has no control socket yet (else: it has one that does not answer)
      * @param controlSocket the socket that did not answer, for the message (null when booting)
      */
-    Outcome stop(SandboxState state, ProcessHandle owner, boolean booting, String controlSocket)
+    Outcome stop(SandboxRecord state, ProcessHandle owner, boolean booting, String controlSocket)
             throws InterruptedException {
         if (posixSignals) {
             owner.destroy(); // SIGTERM: the owner's shutdown hook stops its sandbox
@@ -78,7 +74,7 @@ final class OwnerStop {
             return new Outcome(true, "sent SIGTERM to its owner pid " + owner.pid() + ", whose shutdown hook stopped it");
         }
         if (!booting) {
-            Long qemu = qemuPid(state);
+            Long qemu = state.qemuPid().isPresent() ? state.qemuPid().getAsLong() : null;
             return new Outcome(false, "its control socket " + controlSocket + " does not answer, and on Windows qvm "
                     + "stops its supervisor (pid " + owner.pid() + ") only through that socket: ending the process "
                     + "otherwise (TerminateProcess) would skip its shutdown hook and leave QEMU running. Wait for its "
@@ -89,36 +85,35 @@ final class OwnerStop {
         return stopBootingQemu(state, owner);
     }
 
-    private Outcome stopBootingQemu(SandboxState state, ProcessHandle owner) throws InterruptedException {
+    private Outcome stopBootingQemu(SandboxRecord state, ProcessHandle owner) throws InterruptedException {
         long deadline = System.nanoTime() + exitDeadline.toNanos();
         while (true) {
             if (!owner.isAlive()) {
                 return new Outcome(true, "its owner pid " + owner.pid() + " ended by itself");
             }
-            OwnerRecord record;
+            SandboxRecord.QemuProcess qemu;
             try {
-                record = state.owner();
+                qemu = state.qemu(processes);
             } catch (IOException gone) {
                 waitForExit(owner, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
                 return new Outcome(true, "its owner pid " + owner.pid() + " removed it");
             }
-            Optional<ProcessInfo> qemu = qemuPid(state, record).flatMap(processes::find);
-            if (qemu.isPresent()) {
-                Optional<String> not = QemuIdentity.notThatQemu(state, record, qemu.get());
-                Optional<String> unproven = not.isPresent() ? Optional.empty() : QemuIdentity.unproven(record, qemu.get());
-                if (not.isEmpty() && unproven.isEmpty()) {
-                    qemu.get().handle().destroyForcibly();
-                    if (waitForExit(owner, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())))) {
-                        return new Outcome(true, "stopped its QEMU pid " + qemu.get().pid() + " (proven by its start "
-                                + "instant and executable); its owner pid " + owner.pid() + " then ended its boot, "
-                                + "removed it and exited");
-                    }
-                    return new Outcome(false, "stopped its QEMU pid " + qemu.get().pid() + ", but its owner pid "
-                            + owner.pid() + " did not exit within " + exitDeadline.toSeconds() + " s");
+            if (qemu.process().isPresent()) {
+                long pid = qemu.process().get().pid();
+                qemu.process().get().destroyForcibly();
+                if (waitForExit(owner, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())))) {
+                    return new Outcome(true, "stopped its QEMU pid " + pid + " (proven by its start "
+                            + "instant and executable); its owner pid " + owner.pid() + " then ended its boot, "
+                            + "removed it and exited");
                 }
-                if (record.qemuPid() != null || not.isPresent()) {
-                    return new Outcome(false, "its QEMU pid " + qemu.get().pid() + " cannot be proven to be this "
-                            + "sandbox's (" + not.orElseGet(unproven::get) + "); nothing was stopped. Stop its owner "
+                return new Outcome(false, "stopped its QEMU pid " + pid + ", but its owner pid "
+                        + owner.pid() + " did not exit within " + exitDeadline.toSeconds() + " s");
+            }
+            Optional<String> why = qemu.notIt().or(qemu::unproven);
+            if (why.isPresent()) {
+                if (qemu.recorded() || qemu.notIt().isPresent()) {
+                    return new Outcome(false, "its QEMU pid " + qemu.pid().getAsLong() + " cannot be proven to be this "
+                            + "sandbox's (" + why.get() + "); nothing was stopped. Stop its owner "
                             + "pid " + owner.pid() + " from its console (Ctrl-C), then run qvm down " + state.id()
                             + " again");
                 }
@@ -131,22 +126,6 @@ final class OwnerStop {
                         + state.id() + " again");
             }
             Thread.sleep(100);
-        }
-    }
-
-    private static Optional<Long> qemuPid(SandboxState state, OwnerRecord record) {
-        if (record.qemuPid() != null) {
-            return Optional.of(record.qemuPid());
-        }
-        OptionalLong p = state.pidFromPidFile();
-        return p.isPresent() ? Optional.of(p.getAsLong()) : Optional.empty();
-    }
-
-    private static Long qemuPid(SandboxState state) {
-        try {
-            return qemuPid(state, state.owner()).orElse(null);
-        } catch (IOException e) {
-            return null;
         }
     }
 

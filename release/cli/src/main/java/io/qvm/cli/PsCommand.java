@@ -1,6 +1,6 @@
 package io.qvm.cli;
 
-import io.qvm.backend.process.StateDirectory;
+import io.qvm.admin.SandboxStates;
 import java.io.PrintWriter;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -41,7 +41,7 @@ final class PsCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        StateDirectory states = StateDirectory.at(ctx.stateRoot(dirs.stateDir));
+        SandboxStates states = SandboxStates.at(ctx.stateRoot(dirs.stateDir));
         Instant now = Instant.now();
         List<Row> rows = new ArrayList<>();
         for (Sandboxes.Entry e : Sandboxes.list(states)) {

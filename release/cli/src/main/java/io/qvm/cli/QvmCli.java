@@ -47,7 +47,7 @@ public final class QvmCli implements Runnable {
     }
 
     public static void main(String[] args) {
-        System.setProperty(io.qvm.backend.process.OwnerRecord.PROGRAM_PROPERTY, Sandboxes.CLI_PROGRAM); // owner.json says so
+        System.setProperty(io.qvm.admin.SandboxRecord.PROGRAM_PROPERTY, Sandboxes.CLI_PROGRAM); // owner.json says so
         String supervisorLog = System.getProperty(RotatingLog.PROPERTY);
         if (supervisorLog != null) {
             // a detached supervisor runs for days: its output goes to a capped, rotated log

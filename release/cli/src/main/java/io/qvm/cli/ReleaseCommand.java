@@ -156,7 +156,7 @@ final class ReleaseCommand implements Callable<Integer> {
             }
             try {
                 deployTarget = MavenDeployer.target(deployUrl, deployRepositoryId, settings, allowInsecureHttp,
-                        ctx.qvmEnv());
+                        ctx.env());
             } catch (IllegalArgumentException e) {
                 throw new CliException(ExitCode.USAGE, "USAGE", e.getMessage(), "qvm release --help", e);
             }

@@ -1,7 +1,6 @@
 package io.qvm.cli;
 
 import io.qvm.QemuVmBackend;
-import io.qvm.backend.process.QemuUser;
 import io.qvm.image.PackageLock;
 import io.qvm.release.BuilderImages;
 import io.qvm.release.HostGate;
@@ -33,7 +32,7 @@ public interface ReleaseTools {
             @Override
             public ReleaseGate gate(CliContext ctx) {
                 return new HostGate(HostGate.Options.defaults().withBackends(
-                        () -> QemuVmBackend.builder().qemuUser(QemuUser.system(ctx.qvmEnv()))));
+                        () -> QemuVmBackend.builder().environment(ctx.env())));
             }
         };
     }

@@ -1,9 +1,9 @@
 package io.qvm.cli;
 
+import io.qvm.admin.SandboxStates;
 import io.qvm.QemuVmBackend;
 import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.process.StateDirectory;
 import io.qvm.cli.control.ControlClient;
 import io.qvm.cli.control.ControlTarget;
 import io.qvm.protocol.RenderRequest;
@@ -107,7 +107,7 @@ final class RenderCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         Progress progress = new Progress(err, ctx.interactive() && !json.enabled());
         long t0 = System.nanoTime();
-        StateDirectory states = StateDirectory.at(ctx.stateRoot(dirs.stateDir));
+        SandboxStates states = SandboxStates.at(ctx.stateRoot(dirs.stateDir));
         RenderResult result = null;
         RenderReport.SandboxRef used = null;
         for (Sandboxes.Entry e : candidates(states)) {
@@ -152,7 +152,7 @@ final class RenderCommand implements Callable<Integer> {
     }
 
     /** The sandbox to use: --id's (which must be running), else every running one in id order. */
-    private List<Sandboxes.Entry> candidates(StateDirectory states) throws IOException {
+    private List<Sandboxes.Entry> candidates(SandboxStates states) throws IOException {
         if (id != null) {
             Sandboxes.Entry e = Sandboxes.find(states, id).orElseThrow(() -> new CliException(ExitCode.NOT_FOUND,
                     "NOT_FOUND", "no sandbox " + id + " in " + states.root(), "qvm ps lists the sandboxes", null));

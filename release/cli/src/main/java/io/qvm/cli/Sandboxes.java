@@ -1,8 +1,7 @@
 package io.qvm.cli;
 
-import io.qvm.backend.process.OwnerRecord;
-import io.qvm.backend.process.SandboxState;
-import io.qvm.backend.process.StateDirectory;
+import io.qvm.admin.SandboxRecord;
+import io.qvm.admin.SandboxStates;
 import io.qvm.cli.control.ReadyFile;
 import java.io.IOException;
 import java.time.Duration;
@@ -34,7 +33,7 @@ final class Sandboxes {
      * One sandbox. {@code ready} and {@code owner} are null when absent/unreadable; {@code session}
      * is the qvm up session a {@code pooled} sandbox belongs to.
      */
-    record Entry(SandboxState state, OwnerRecord owner, ReadyFile ready, String status, boolean ownerAlive,
+    record Entry(SandboxRecord state, SandboxRecord.Owner owner, ReadyFile ready, String status, boolean ownerAlive,
             boolean ownerIsCli, Long qemuPid, boolean qemuAlive, String session) {
 
         String id() {
@@ -70,9 +69,9 @@ final class Sandboxes {
     private Sandboxes() {
     }
 
-    static List<Entry> list(StateDirectory states) throws IOException {
+    static List<Entry> list(SandboxStates states) throws IOException {
         List<Entry> described = new ArrayList<>();
-        for (SandboxState s : states.list()) {
+        for (SandboxRecord s : states.list()) {
             described.add(describe(s));
         }
         List<Entry> out = new ArrayList<>();
@@ -82,12 +81,7 @@ final class Sandboxes {
         return out;
     }
 
-    static Optional<Entry> find(StateDirectory states, String id) {
-        try {
-            StateDirectory.checkSandboxId(id);
-        } catch (IllegalArgumentException e) {
-            return Optional.empty();
-        }
+    static Optional<Entry> find(SandboxStates states, String id) {
         if (states.find(id).isEmpty()) {
             return Optional.empty();
         }
@@ -113,8 +107,8 @@ final class Sandboxes {
         return e;
     }
 
-    static Entry describe(SandboxState s) {
-        OwnerRecord owner;
+    static Entry describe(SandboxRecord s) {
+        SandboxRecord.Owner owner;
         try {
             owner = s.owner();
         } catch (IOException | RuntimeException e) {
@@ -125,7 +119,7 @@ final class Sandboxes {
         boolean ownerAlive = ownerHandle.isPresent();
         boolean ownerIsCli = ownerHandle.map(h -> isQvmCli(h, owner)).orElse(false);
         Long qemuPid = owner.qemuPid() != null ? owner.qemuPid()
-                : s.pidFromPidFile().isPresent() ? Long.valueOf(s.pidFromPidFile().getAsLong()) : null;
+                : s.qemuPid().isPresent() ? Long.valueOf(s.qemuPid().getAsLong()) : null;
         boolean qemuAlive = qemuPid != null && alive(qemuPid, owner.qemuStartedAt()).isPresent();
         String status;
         if (!ownerAlive) {
@@ -151,7 +145,7 @@ final class Sandboxes {
         return h;
     }
 
-    /** {@link OwnerRecord#ownerProgram()} of a sandbox the qvm CLI owns. */
+    /** {@link SandboxRecord.Owner#program()} of a sandbox the qvm CLI owns. */
     static final String CLI_PROGRAM = "qvm-cli";
 
     /**
@@ -159,8 +153,8 @@ final class Sandboxes {
      * so ({@link #CLI_PROGRAM}, written by the owner itself; the only way where the OS gives no
      * command line, as on Windows), or its command line does.
      */
-    static boolean isQvmCli(ProcessHandle h, OwnerRecord record) {
-        return CLI_PROGRAM.equals(record.ownerProgram()) || isQvmCli(h);
+    static boolean isQvmCli(ProcessHandle h, SandboxRecord.Owner record) {
+        return CLI_PROGRAM.equals(record.program()) || isQvmCli(h);
     }
 
     /** Whether a process runs {@code io.qvm.cli.QvmCli} (its command line says so). */

@@ -1,6 +1,6 @@
 package io.qvm.cli;
 
-import io.qvm.backend.probe.HostProbe;
+import io.qvm.admin.HostReport;
 import io.qvm.protocol.image.Arch;
 import io.qvm.release.HostGate;
 import io.qvm.release.Selftest;
@@ -73,7 +73,7 @@ final class SelftestCommand implements Callable<Integer> {
         try {
             HostGate.Options gate = HostGate.Options.defaults()
                     .withBackends(() -> ctx.backend(dirs, progress::line));
-            report = new Selftest(gate, HostProbe.system()).run(imageRoot, target, full || native_, progress::line);
+            report = new Selftest(gate, HostReport::findQemu).run(imageRoot, target, full || native_, progress::line);
         } finally {
             progress.done();
         }

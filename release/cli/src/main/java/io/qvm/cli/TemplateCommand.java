@@ -1,11 +1,8 @@
 package io.qvm.cli;
 
+import io.qvm.admin.Templates;
 import io.qvm.QemuVmBackend;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.template.Template;
-import io.qvm.backend.template.TemplateKey;
-import io.qvm.backend.template.TemplateMeta;
-import io.qvm.backend.template.TemplateStore;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,15 +33,15 @@ final class TemplateCommand implements Runnable {
             + "\"stateBytes\", \"ramBytes\", \"current\", \"problem\"}], \"removed\":[...]}";
 
     /** {@code $QVM_CACHE/templates}, else {@code ~/.cache/qvm/templates}. */
-    static TemplateStore store(CliContext ctx) {
-        return TemplateStore.defaultLocation(ctx.env());
+    static Templates store(CliContext ctx) {
+        return Templates.defaultLocation(ctx.env());
     }
 
     record Row(String id, String mode, int memoryMib, String created, long bootMillis, long saveMillis,
             long stateBytes, Long ramBytes, boolean current, String problem) {
-        static Row of(String id, TemplateMeta m, boolean current, String problem) {
-            return new Row(id, m.mode(), m.memoryMib(), m.created(), m.bootMillis(), m.saveMillis(), m.state().bytes(),
-                    m.ram() == null ? null : m.ram().bytes(), current, problem.isEmpty() ? null : problem);
+        static Row of(Templates.TemplateInfo m, boolean current, String problem) {
+            return new Row(m.id(), m.mode(), m.memoryMib(), m.created(), m.bootMillis(), m.saveMillis(), m.stateBytes(),
+                    m.ramBytes().isPresent() ? m.ramBytes().getAsLong() : null, current, problem.isEmpty() ? null : problem);
         }
     }
 
@@ -93,15 +90,15 @@ final class TemplateCommand implements Runnable {
             SandboxConfig config = sandboxOptions.toConfig();
             Progress progress = new Progress(spec.commandLine().getErr(), ctx.interactive() && !json.enabled());
             MissingImage.buildIfMissing(ctx, ctx.imageRoot(dirs.imageDir), progress);
-            TemplateStore store = store(ctx);
-            Template t;
+            Templates store = store(ctx);
+            Templates.TemplateInfo t;
             try (QemuVmBackend backend = ctx.backend(dirs, progress::line).build()) {
-                t = backend.buildTemplate(config);
+                t = backend.admin().buildTemplate(config);
             } finally {
                 progress.done();
             }
             Output.emit(spec.commandLine().getOut(), new TemplateReport("qvm.template/1", "build",
-                    store.root().toString(), List.of(Row.of(t.id(), t.meta(), true, "")), List.of()), json.enabled());
+                    store.root().toString(), List.of(Row.of(t, true, "")), List.of()), json.enabled());
             return ExitCode.OK.code();
         }
     }
@@ -122,12 +119,12 @@ final class TemplateCommand implements Runnable {
 
         @Override
         public Integer call() throws Exception {
-            TemplateStore store = store(ctx);
+            Templates store = store(ctx);
             String current = currentId();
             List<Row> rows = new ArrayList<>();
-            for (TemplateStore.Listed l : store.list()) {
-                if (l.meta().isPresent()) {
-                    rows.add(Row.of(l.id(), l.meta().get(), l.id().equals(current), l.problem()));
+            for (Templates.Entry l : store.list()) {
+                if (l.info().isPresent()) {
+                    rows.add(Row.of(l.info().get(), l.id().equals(current), l.problem()));
                 } else {
                     rows.add(new Row(l.id(), "?", 0, "?", 0, 0, 0, null, false, l.problem()));
                 }
@@ -141,8 +138,7 @@ final class TemplateCommand implements Runnable {
         private String currentId() {
             try (QemuVmBackend backend = QemuVmBackend.builder().imageDir(ctx.imageRoot(dirs.imageDir))
                     .stateDirectory(ctx.stateRoot(dirs.stateDir)).reapOnStart(false).build()) {
-                TemplateKey key = backend.templateKey(SandboxConfig.defaults());
-                return key.id();
+                return backend.admin().templateId(SandboxConfig.defaults());
             } catch (RuntimeException e) {
                 return null;
             }
@@ -171,7 +167,7 @@ final class TemplateCommand implements Runnable {
             if (all == !ids.isEmpty()) {
                 throw new CliException(ExitCode.USAGE, "give template ids or --all (not both)");
             }
-            TemplateStore store = store(ctx);
+            Templates store = store(ctx);
             List<String> removed = new ArrayList<>();
             if (all) {
                 removed.addAll(store.removeAll());

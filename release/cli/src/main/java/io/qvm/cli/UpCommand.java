@@ -1,5 +1,7 @@
 package io.qvm.cli;
 
+import io.qvm.admin.SandboxRecord;
+import io.qvm.admin.SandboxStates;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.BootReport;
 import io.qvm.QemuVmBackend;
@@ -7,9 +9,6 @@ import io.qvm.Sandbox;
 import io.qvm.SandboxBackend;
 import io.qvm.SandboxConfig;
 import io.qvm.SandboxPool;
-import io.qvm.backend.process.SandboxState;
-import io.qvm.backend.process.SocketPaths;
-import io.qvm.backend.process.StateDirectory;
 import io.qvm.cli.control.ControlServer;
 import io.qvm.cli.control.ControlTarget;
 import io.qvm.cli.control.ReadyFile;
@@ -129,7 +128,9 @@ final class UpCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--wait needs --detach and at least 1 second");
         }
         if (supervise != null) {
-            StateDirectory.checkSandboxId(supervise);
+            if (!SandboxStates.isValidId(supervise)) {
+                throw new ParameterException(spec.commandLine(), "not a sandbox id: " + supervise);
+            }
         }
         Optional<Duration> idle = SessionLimit.parse(spec.commandLine(), "--idle-timeout", idleTimeout);
         Optional<Duration> lifetime = SessionLimit.parse(spec.commandLine(), "--max-lifetime", maxLifetime);
@@ -247,7 +248,7 @@ final class UpCommand implements Callable<Integer> {
     private Session startReused(Hosted hosted, SandboxConfig config, Path stateRoot) {
         Sandbox sandbox = hosted.backend.start(config);
         hosted.sandbox = sandbox;
-        return new Session(sandbox.id(), sandbox.stateDir(), SocketPaths.forSandbox(ctx.runtimeRoot(), sandbox.id()).dir(),
+        return new Session(sandbox.id(), sandbox.stateDir(), SandboxStates.socketDirectory(ctx.runtimeRoot(), sandbox.id()),
                 ControlTarget.reused(sandbox), sandbox.onExit(), sandbox.bootReport(), qemuPid(stateRoot, sandbox),
                 ControlTarget.REUSED, null, List.of("--reuse: every document goes to this one sandbox, whose worker "
                         + "keeps whatever earlier documents did to it; without --reuse each render gets a fresh one"));
@@ -259,15 +260,15 @@ final class UpCommand implements Callable<Integer> {
      */
     private Session startFresh(Hosted hosted, SandboxConfig config, Path stateRoot, Progress progress)
             throws IOException, InterruptedException {
-        String id = supervise != null ? supervise : StateDirectory.newSandboxId();
-        SocketPaths sockets = SocketPaths.forSandbox(ctx.runtimeRoot(), id);
+        String id = supervise != null ? supervise : SandboxStates.newId();
+        Path sockets;
         try {
-            sockets.createDirectories();
+            sockets = SandboxStates.createSocketDirectory(ctx.runtimeRoot(), id);
             hosted.sockets = sockets;
         } catch (IOException | RuntimeException e) {
             sockets = null; // the control socket goes into the session's state directory
         }
-        hosted.session = StateDirectory.at(stateRoot).create(id, SESSION_MARKER, sockets);
+        hosted.session = SandboxStates.at(stateRoot).create(id, SESSION_MARKER, Optional.ofNullable(sockets));
         FirstStart first = new FirstStart(hosted.backend);
         hosted.pool = SandboxPool.builder(first, config).recycle(SandboxPool.Recycle.perRequest()).minIdle(1)
                 .maxSandboxes(MAX_SANDBOXES).build();
@@ -286,7 +287,7 @@ final class UpCommand implements Callable<Integer> {
         Path stateDir = hosted.session.dir();
         Hosted h = hosted;
         ControlTarget target = ControlTarget.freshPerRender(hosted.pool, () -> h.removeSession());
-        return new Session(id, stateDir, sockets == null ? stateDir : sockets.dir(), target, new CompletableFuture<>(),
+        return new Session(id, stateDir, sockets == null ? stateDir : sockets, target, new CompletableFuture<>(),
                 boot, null, ControlTarget.FRESH_PER_RENDER, freshSandboxes, notes);
     }
 
@@ -343,7 +344,7 @@ final class UpCommand implements Callable<Integer> {
         }
         throw new CliException(ExitCode.ERROR, "SANDBOX_EXITED", "sandbox " + r.id()
                 + " exited by itself; its guest console tail:\n"
-                + io.qvm.backend.process.LogTail.tail(hosted.sandbox.consoleLog(), 2048), null, null);
+                + io.qvm.admin.SandboxRecord.tail(hosted.sandbox.consoleLog(), 2048), null, null);
     }
 
     private static String endedForClients(String id, String why) {
@@ -355,7 +356,7 @@ final class UpCommand implements Callable<Integer> {
         for (Path dir : new Path[] {session.socketDir(), session.stateDir()}) {
             Path p = dir.resolve(CONTROL_SOCKET);
             if (Files.isDirectory(dir) && p.toString().getBytes(StandardCharsets.UTF_8).length
-                    <= SocketPaths.MAX_SOCKET_PATH_BYTES) {
+                    <= SandboxStates.MAX_SOCKET_PATH_BYTES) {
                 return p;
             }
         }
@@ -382,15 +383,11 @@ final class UpCommand implements Callable<Integer> {
 
     private static Long qemuPid(Path stateRoot, Sandbox s) {
         try {
-            SandboxState st = StateDirectory.at(stateRoot).find(s.id()).orElse(null);
+            SandboxRecord st = SandboxStates.at(stateRoot).find(s.id()).orElse(null);
             if (st != null) {
-                Long pid = st.owner().qemuPid();
-                if (pid == null && st.pidFromPidFile().isPresent()) {
-                    pid = st.pidFromPidFile().getAsLong();
-                }
-                return pid;
+                return st.qemuPid().isPresent() ? st.qemuPid().getAsLong() : null;
             }
-        } catch (IOException | RuntimeException ignored) {
+        } catch (RuntimeException ignored) {
             // ps falls back to the pidfile
         }
         return null;
@@ -472,8 +469,8 @@ final class UpCommand implements Callable<Integer> {
         volatile QemuVmBackend backend;
         volatile Sandbox sandbox;
         volatile SandboxPool pool;
-        volatile SandboxState session;
-        volatile SocketPaths sockets;
+        volatile SandboxRecord session;
+        volatile Path sockets;
         volatile ControlServer server;
         volatile Path readyDir;
         private boolean done;
@@ -509,13 +506,13 @@ final class UpCommand implements Callable<Integer> {
 
         /** Deletes the session's directories (its ready.json and log with them). Idempotent. */
         void removeSession() {
-            SandboxState s = session;
+            SandboxRecord s = session;
             if (s != null) {
                 FileTrees.deleteQuietly(s.dir());
             }
-            SocketPaths p = sockets;
+            Path p = sockets;
             if (p != null) {
-                FileTrees.deleteQuietly(p.dir());
+                FileTrees.deleteQuietly(p);
             }
         }
     }

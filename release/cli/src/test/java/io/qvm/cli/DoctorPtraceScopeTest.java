@@ -3,7 +3,7 @@ package io.qvm.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.backend.probe.HostOs;
+import io.qvm.admin.HostReport;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -33,7 +33,7 @@ class DoctorPtraceScopeTest {
     @Test
     void zeroLetsAnyProcessOfQemusUserAttachAndIsAWarningWithTheFix() throws Exception {
         List<DoctorCommand.Problem> problems = new ArrayList<>();
-        DoctorCommand.ConfinementEntry e = DoctorCommand.ptraceScope(HostOs.LINUX, scope("0"), problems);
+        DoctorCommand.ConfinementEntry e = DoctorCommand.ptraceScope(HostReport.Os.LINUX, scope("0"), problems);
         assertEquals("ptrace", e.name());
         assertEquals("inactive", e.status());
         assertTrue(e.detail().startsWith("kernel.yama.ptrace_scope = 0, classic: any process running as QEMU's user "
@@ -47,7 +47,7 @@ class DoctorPtraceScopeTest {
     @ValueSource(strings = {"1", "2", "3"})
     void oneOrHigherIsActiveAndNoProblem(String value) throws Exception {
         List<DoctorCommand.Problem> problems = new ArrayList<>();
-        DoctorCommand.ConfinementEntry e = DoctorCommand.ptraceScope(HostOs.LINUX, scope(value), problems);
+        DoctorCommand.ConfinementEntry e = DoctorCommand.ptraceScope(HostReport.Os.LINUX, scope(value), problems);
         assertEquals("active", e.status(), e.detail());
         assertTrue(e.detail().startsWith("kernel.yama.ptrace_scope = " + value + ", "), e.detail());
         assertEquals(List.of(), problems);
@@ -56,7 +56,7 @@ class DoctorPtraceScopeTest {
     @Test
     void noYamaIsAWarningThatSaysYamaIsNotEnabled() {
         List<DoctorCommand.Problem> problems = new ArrayList<>();
-        DoctorCommand.ConfinementEntry e = DoctorCommand.ptraceScope(HostOs.LINUX, tmp.resolve("absent"), problems);
+        DoctorCommand.ConfinementEntry e = DoctorCommand.ptraceScope(HostReport.Os.LINUX, tmp.resolve("absent"), problems);
         assertEquals("inactive", e.status());
         assertTrue(e.detail().startsWith("Yama is not enabled in this kernel"), e.detail());
         assertEquals(1, problems.size());
@@ -66,7 +66,7 @@ class DoctorPtraceScopeTest {
     @Test
     void anUnknownValueIsAWarningNotAnError() throws Exception {
         List<DoctorCommand.Problem> problems = new ArrayList<>();
-        DoctorCommand.ConfinementEntry e = DoctorCommand.ptraceScope(HostOs.LINUX, scope("7"), problems);
+        DoctorCommand.ConfinementEntry e = DoctorCommand.ptraceScope(HostReport.Os.LINUX, scope("7"), problems);
         assertEquals("inactive", e.status());
         assertTrue(e.detail().contains("not a value Yama knows"), e.detail());
         assertEquals("warning", problems.get(0).severity());
@@ -75,7 +75,7 @@ class DoctorPtraceScopeTest {
     @Test
     void notCheckedOffLinux() {
         List<DoctorCommand.Problem> problems = new ArrayList<>();
-        assertEquals("not-needed", DoctorCommand.ptraceScope(HostOs.MACOS, tmp.resolve("absent"), problems).status());
+        assertEquals("not-needed", DoctorCommand.ptraceScope(HostReport.Os.MACOS, tmp.resolve("absent"), problems).status());
         assertEquals(List.of(), problems);
     }
 }

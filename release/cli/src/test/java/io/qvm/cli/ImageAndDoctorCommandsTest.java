@@ -3,7 +3,6 @@ package io.qvm.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -122,7 +121,7 @@ class ImageAndDoctorCommandsTest {
                 unprivileged = c;
             }
         }
-        if (io.qvm.backend.process.Posix.currentUid() != 0) {
+        if (io.qvm.backend.host.Posix.currentUid() != 0) {
             assertEquals("active", unprivileged.path("status").asText(), unprivileged.toString());
             return; // QEMU runs as this unprivileged user: nothing to set up
         }

@@ -3,7 +3,7 @@ package io.qvm.cli;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.backend.probe.HostOs;
+import io.qvm.admin.HostReport;
 import io.qvm.protocol.image.Arch;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -17,15 +17,15 @@ class InstallHintsTest {
 
     @Test
     void everyHostIsToldWhatWorksThereAndAboutTheReleasedImage() {
-        for (HostOs os : HostOs.values()) {
+        for (HostReport.Os os : HostReport.Os.values()) {
             String hint = InstallHints.imageBuild(os, Arch.AARCH64);
             assertTrue(hint.contains("./qvm image build --arch aarch64"), os + ": " + hint);
             assertTrue(hint.contains("QVM_DEBIAN_MIRROR") && hint.contains("QVM_DEBIAN_SECURITY_MIRROR"), os + ": " + hint);
             assertTrue(hint.contains("QVM_IMAGE_REPOSITORY"), os + ": " + hint);
         }
-        assertTrue(InstallHints.imageBuild(HostOs.WINDOWS, Arch.X86_64).contains("inside WSL"));
-        assertTrue(InstallHints.imageBuild(HostOs.MACOS, Arch.X86_64).contains("no apt or dpkg needed"));
-        assertFalse(InstallHints.imageBuild(HostOs.MACOS, Arch.X86_64).contains("apt sources"));
-        assertTrue(InstallHints.imageBuild(HostOs.LINUX, Arch.X86_64).contains("host's apt sources"));
+        assertTrue(InstallHints.imageBuild(HostReport.Os.WINDOWS, Arch.X86_64).contains("inside WSL"));
+        assertTrue(InstallHints.imageBuild(HostReport.Os.MACOS, Arch.X86_64).contains("no apt or dpkg needed"));
+        assertFalse(InstallHints.imageBuild(HostReport.Os.MACOS, Arch.X86_64).contains("apt sources"));
+        assertTrue(InstallHints.imageBuild(HostReport.Os.LINUX, Arch.X86_64).contains("host's apt sources"));
     }
 }

@@ -4,7 +4,6 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.backend.process.OwnerRecord;
 import io.qvm.backend.process.ProcessTable;
 import io.qvm.backend.process.SandboxState;
@@ -64,6 +63,10 @@ class OwnerStopTest {
         return owner;
     }
 
+    private io.qvm.admin.SandboxRecord record(SandboxState s) {
+        return io.qvm.admin.SandboxStates.at(tmp.resolve("state")).find(s.id()).orElseThrow();
+    }
+
     private SandboxState sandbox(String id) throws Exception {
         return StateDirectory.at(tmp.resolve("state")).create(id, "sleep", null);
     }
@@ -74,8 +77,8 @@ class OwnerStopTest {
         Process owner = bootingOwner(s, "exit 143");
         ProcessHandle qemu = ProcessHandle.of(s.owner().qemuPid()).orElseThrow();
 
-        OwnerStop.Outcome o = new OwnerStop(false, ProcessTable.windowsShaped(), LONG)
-                .stop(s, owner.toHandle(), true, null);
+        OwnerStop.Outcome o = new OwnerStop(false, io.qvm.admin.SandboxRecord.ProcessView.START_AND_EXECUTABLE_ONLY, LONG)
+                .stop(record(s), owner.toHandle(), true, null);
 
         assertTrue(o.stopped(), o.detail());
         await().atMost(LONG).until(() -> !qemu.isAlive());
@@ -90,8 +93,8 @@ class OwnerStopTest {
         Process owner = bootingOwner(s, "exit 143");
         long qemu = s.owner().qemuPid();
 
-        OwnerStop.Outcome o = new OwnerStop(false, ProcessTable.windowsShaped(), LONG)
-                .stop(s, owner.toHandle(), false, "C:\\Users\\me\\AppData\\Local\\Temp\\qvm\\winmute\\ctl.sock");
+        OwnerStop.Outcome o = new OwnerStop(false, io.qvm.admin.SandboxRecord.ProcessView.START_AND_EXECUTABLE_ONLY, LONG)
+                .stop(record(s), owner.toHandle(), false, "C:\\Users\\me\\AppData\\Local\\Temp\\qvm\\winmute\\ctl.sock");
 
         assertFalse(o.stopped(), o.detail());
         assertTrue(o.detail().contains("ctl.sock does not answer"), o.detail());
@@ -111,8 +114,8 @@ class OwnerStopTest {
         OwnerRecord o = s.owner();
         assertEquals(null, o.qemuExecutable());
 
-        OwnerStop.Outcome r = new OwnerStop(false, ProcessTable.windowsShaped(), LONG)
-                .stop(s, owner.toHandle(), true, null);
+        OwnerStop.Outcome r = new OwnerStop(false, io.qvm.admin.SandboxRecord.ProcessView.START_AND_EXECUTABLE_ONLY, LONG)
+                .stop(record(s), owner.toHandle(), true, null);
 
         assertFalse(r.stopped(), r.detail());
         assertTrue(r.detail().contains("cannot be proven"), r.detail());
@@ -125,7 +128,8 @@ class OwnerStopTest {
         SandboxState s = sandbox("posixboot");
         Process owner = bootingOwner(s, "kill $q"); // then its cleanup runs: rm -rf <state dir>; exit 0
 
-        OwnerStop.Outcome o = new OwnerStop(true, ProcessTable.system(), LONG).stop(s, owner.toHandle(), true, null);
+        OwnerStop.Outcome o = new OwnerStop(true, io.qvm.admin.SandboxRecord.ProcessView.HOST, LONG)
+                .stop(record(s), owner.toHandle(), true, null);
 
         assertTrue(o.stopped(), o.detail());
         assertTrue(o.detail().contains("SIGTERM"), o.detail());
@@ -138,13 +142,13 @@ class OwnerStopTest {
     void anOwnerThatRecordedItIsTheCliIsKnownAsSuchWithoutReadingItsCommandLine() throws Exception {
         SandboxState s = sandbox("cliowner");
         Process owner = bootingOwner(s, "exit 143"); // a shell: its command line does not say qvm
-        assertEquals("unmanaged", Sandboxes.describe(s).status(), "without the record, a stranger");
+        assertEquals("unmanaged", Sandboxes.describe(record(s)).status(), "without the record, a stranger");
 
         Files.writeString(s.ownerFile(), Files.readString(s.ownerFile())
                 .replace("\"format\" : 1,", "\"format\" : 1, \"ownerProgram\" : \"" + Sandboxes.CLI_PROGRAM + "\","));
 
         assertEquals(Sandboxes.CLI_PROGRAM, s.owner().ownerProgram());
-        assertEquals("booting", Sandboxes.describe(s).status(), "what Windows needs: no argv is read");
+        assertEquals("booting", Sandboxes.describe(record(s)).status(), "what Windows needs: no argv is read");
         assertTrue(owner.isAlive());
     }
 }

@@ -1,5 +1,8 @@
 package io.qvm.bench;
 
+import io.qvm.admin.BackendAdmin;
+import io.qvm.admin.GuestImages;
+import io.qvm.admin.Templates;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -9,12 +12,6 @@ import io.qvm.QemuVmBackend;
 import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
 import io.qvm.SandboxPool;
-import io.qvm.backend.image.GuestImage;
-import io.qvm.backend.probe.HostInfo;
-import io.qvm.backend.sandbox.QemuSandbox;
-import io.qvm.backend.template.Template;
-import io.qvm.protocol.Frame;
-import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.util.FileTrees;
@@ -129,8 +126,8 @@ public final class Bench {
         }
         try (QemuVmBackend cold = coldBuilder.build(); QemuVmBackend clones = cloneBuilder.build()) {
             host(cold);
-            boolean cross = cold.guestArch() != cold.host().arch();
-            String crossSkip = "a " + cold.guestArch().qemuName() + " guest on a " + cold.host().arch().qemuName()
+            boolean cross = cold.guestArch() != cold.admin().hostArch();
+            String crossSkip = "a " + cold.guestArch().qemuName() + " guest on a " + cold.admin().hostArch().qemuName()
                     + " host (emulated): qvm bench --arch measures boot, template, restore and the in-sandbox ways only";
             step("cold boot to READY (no template)");
             long[] t0 = new long[1];
@@ -147,7 +144,7 @@ public final class Bench {
 
                 step("no-op round trip and throughput on the warm sandbox");
                 noop(warm);
-                throughput((QemuSandbox) warm);
+                throughput(warm);
                 if (cross) {
                     // One emulated VM at a time: an idle aarch64 guest beside a booting one on a
                     // 2-core host slowed the boot past a race in the guest (README, known problems).
@@ -158,16 +155,16 @@ public final class Bench {
 
                 step("template build");
                 long[] tb = new long[1];
-                Template t = booting("template build", () -> {
+                Templates.TemplateInfo t = booting("template build", () -> {
                     tb[0] = System.nanoTime();
-                    return clones.buildTemplate(config);
+                    return clones.admin().buildTemplate(config);
                 });
                 ObjectNode b = out.putObject("templateBuild");
                 b.put("wallMillis", millis(tb[0]));
-                b.put("bootMillis", t.meta().bootMillis());
-                b.put("saveMillis", t.meta().saveMillis());
-                b.put("mode", t.meta().mode());
-                b.put("stateBytes", t.meta().state().bytes());
+                b.put("bootMillis", t.bootMillis());
+                b.put("saveMillis", t.saveMillis());
+                b.put("mode", t.mode());
+                b.put("stateBytes", t.stateBytes());
 
                 step("restore to READY, one clone after another");
                 restores(clones);
@@ -264,20 +261,20 @@ public final class Bench {
     }
 
     private void host(QemuVmBackend b) throws IOException {
-        HostInfo h = b.host();
+        BackendAdmin admin = b.admin();
         ObjectNode host = out.putObject("host");
         host.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version"));
-        host.put("arch", h.arch().qemuName());
+        host.put("arch", admin.hostArch().qemuName());
         host.put("guestArch", b.guestArch().qemuName());
         host.put("cpus", Runtime.getRuntime().availableProcessors());
         host.put("memTotalKiB", memTotalKiB());
         host.put("java", Runtime.version().toString());
-        h.qemu(b.guestArch()).ifPresent(q -> {
+        admin.qemu().ifPresent(q -> {
             host.put("qemu", q.binary().toString());
-            host.put("qemuVersion", q.version().toString());
+            host.put("qemuVersion", q.version());
         });
-        host.put("accelerator", b.acceleratorChoice(config).accelerator().qemuName());
-        GuestImage image = GuestImage.load(o.imageRoot(), b.guestArch());
+        host.put("accelerator", admin.accelerator(config).qemuName());
+        GuestImages.Image image = GuestImages.verify(o.imageRoot(), b.guestArch());
         ObjectNode img = host.putObject("image");
         image.sha256().forEach(img::put);
         ObjectNode cfg = out.putObject("config");
@@ -292,7 +289,7 @@ public final class Bench {
         out.set("noopRoundTrip", series(time(300, () -> warm.echo(new byte[0]))));
     }
 
-    private void throughput(QemuSandbox warm) {
+    private void throughput(Sandbox warm) {
         int size = 16 << 20;
         ObjectNode t = out.putObject("throughput");
         t.put("bytes", size);
@@ -300,16 +297,14 @@ public final class Bench {
         ArrayNode down = t.putArray("downMBps");
         byte[] body = new byte[size];
         new java.util.Random(1).nextBytes(body);
-        ObjectNode noReply = JsonNodeFactory.instance.objectNode().put("replyBytes", 0);
-        ObjectNode bigReply = JsonNodeFactory.instance.objectNode().put("replyBytes", size);
         for (int i = 0; i < 3; i++) {
             long a = System.nanoTime();
-            warm.call(new Frame(FrameKind.ECHO, 0, noReply, body), "upload");
+            BackendAdmin.echo(warm, body, 0);
             up.add(size / 1e6 / ((System.nanoTime() - a) / 1e9));
             long b = System.nanoTime();
-            Frame f = warm.call(new Frame(FrameKind.ECHO, 0, bigReply, null), "download");
-            if (f.body().length != size) {
-                throw new IllegalStateException("download returned " + f.body().length + " bytes");
+            int got = BackendAdmin.echo(warm, null, size);
+            if (got != size) {
+                throw new IllegalStateException("download returned " + got + " bytes");
             }
             down.add(size / 1e6 / ((System.nanoTime() - b) / 1e9));
         }
@@ -399,7 +394,7 @@ public final class Bench {
         ObjectNode m = out.putObject("memory");
         try (Sandbox one = clones.start(config)) {
             Thread.sleep(2000); // idle: let the guest settle after READY
-            long pid = ((QemuSandbox) one).pid();
+            long pid = BackendAdmin.qemuPid(one).orElseThrow();
             ObjectNode idle = Smaps.of(pid).toJson();
             putCpuPercent(idle, "cpuPercentIdle", pid, Duration.ofSeconds(5));
             m.set("idleClone", idle);
@@ -423,7 +418,7 @@ public final class Bench {
             long priv = 0;
             long own = 0;
             for (Sandbox s : up) {
-                Smaps sm = Smaps.of(((QemuSandbox) s).pid());
+                Smaps sm = Smaps.of(BackendAdmin.qemuPid(s).orElseThrow());
                 each.add(sm.toJson());
                 pss += sm.pssKiB();
                 priv += sm.privateKiB();

@@ -1,5 +1,7 @@
 package io.qvm.reliability;
 
+import io.qvm.admin.BackendAdmin;
+import io.qvm.admin.SandboxStates;
 import io.qvm.BootFailedException;
 import io.qvm.QemuVmBackend;
 import io.qvm.RenderFailedException;
@@ -139,7 +141,7 @@ public final class Reliability {
                     s.bootReport().notes().stream().filter(n -> n.startsWith("boot attempt"))
                             .forEach(n -> t.outcome("retried: " + n.replaceAll(".*(status \\d+).*", "$1")));
                     if (confinements.isEmpty()) {
-                        confinements.addAll(Confinements.of(((io.qvm.backend.sandbox.QemuSandbox) s).pid()));
+                        confinements.addAll(Confinements.of(BackendAdmin.qemuPid(s).orElseThrow()));
                     }
                     t.held++;
                     t.outcome("ready");
@@ -217,7 +219,7 @@ public final class Reliability {
                         .recycle(SandboxPool.Recycle.perRequest()).build()) {
             if (confinements.isEmpty() && o.loadRequests() > 0) { // a run without boots: read them off a pooled sandbox
                 try {
-                    pool.withSandbox(s -> confinements.addAll(Confinements.of(((io.qvm.backend.sandbox.QemuSandbox) s).pid())));
+                    pool.withSandbox(s -> confinements.addAll(Confinements.of(BackendAdmin.qemuPid(s).orElseThrow())));
                 } catch (SandboxException e) {
                     notes.add("confinements not read: " + firstLine(e));
                 }
@@ -289,7 +291,7 @@ public final class Reliability {
                 for (String signal : new String[] {"KILL", "STOP"}) {
                     t.tried++;
                     try (Sandbox s = backend.start(short_)) {
-                        long pid = ((io.qvm.backend.sandbox.QemuSandbox) s).pid();
+                        long pid = BackendAdmin.qemuPid(s).orElseThrow();
                         Thread killer = new Thread(() -> {
                             sleep(Duration.ofMillis(300));
                             signal(pid, signal);
@@ -361,7 +363,7 @@ public final class Reliability {
 
     /** The names in the runtime root of sockets (one directory per live sandbox). */
     static java.util.Set<String> socketDirectories() {
-        return Leftovers.socketDirectories(io.qvm.backend.process.SocketPaths.defaultRuntimeRoot());
+        return Leftovers.socketDirectories(SandboxStates.defaultRuntimeRoot());
     }
 
     /**

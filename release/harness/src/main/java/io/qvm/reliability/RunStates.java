@@ -1,9 +1,7 @@
 package io.qvm.reliability;
 
+import io.qvm.admin.SandboxStates;
 import io.qvm.HostSetupException;
-import io.qvm.backend.process.SocketPaths;
-import io.qvm.backend.process.StaleSandboxReaper;
-import io.qvm.backend.process.StateDirectory;
 import io.qvm.protocol.util.FileTrees;
 import io.qvm.protocol.util.PrivateDirectory;
 import io.qvm.protocol.util.UnsafeDirectoryException;
@@ -21,7 +19,7 @@ import java.util.stream.Stream;
  * The state roots of {@code qvm reliability} runs: a temporary directory per run, named after the
  * JVM that owns it ({@code qvm-reliability-<pid>-<random>}), private (0700) like every state root.
  * A run that ends deletes its own; a run whose JVM was killed cannot, so each run first removes
- * those whose owner is gone: it reaps their sandboxes ({@link StaleSandboxReaper}, which stops a
+ * those whose owner is gone: it reaps their sandboxes ({@link SandboxStates#reap}, which stops a
  * QEMU only when it proves it is that sandbox's) and deletes the directory once no process names it.
  *
  * <p>The parent is shared ({@code /tmp}): anyone can make a directory with that name there. Only a
@@ -64,8 +62,7 @@ public final class RunStates {
             try (Stream<Path> categories = Files.list(root)) {
                 for (Path category : categories.filter(c -> Files.isDirectory(c.resolve("sandboxes"))).toList()) {
                     try {
-                        new StaleSandboxReaper(StateDirectory.at(category), SocketPaths.defaultRuntimeRoot(), null)
-                                .reap();
+                        SandboxStates.at(category).reap(SandboxStates.defaultRuntimeRoot(), false);
                     } catch (HostSetupException notPrivate) {
                         // a category that is not private is not read; the root goes below only if no process names it
                     }

@@ -1,11 +1,11 @@
 package io.qvm.release;
 
+import io.qvm.admin.Templates;
 import io.qvm.BootReport;
 import io.qvm.QemuVmBackend;
 import io.qvm.RenderFailedException;
 import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.template.Template;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
 import io.qvm.protocol.WorkerStatus;
@@ -297,7 +297,7 @@ public final class HostGate implements ReleaseGate {
          */
         String clonesFromTemplate() {
             QemuVmBackend b = backend(true);
-            Template t = b.buildTemplate(config);
+            Templates.TemplateInfo t = b.admin().buildTemplate(config);
             List<CompletableFuture<Sandbox>> starts = List.of(CompletableFuture.supplyAsync(() -> b.start(config)),
                     CompletableFuture.supplyAsync(() -> b.start(config)));
             List<Sandbox> clones = new ArrayList<>();

@@ -45,7 +45,7 @@ import org.cyclonedx.parsers.JsonParser;
  */
 public final class ImageSbom {
 
-    public static final String FILE = io.qvm.backend.image.ImageArtifact.SBOM;
+    public static final String FILE = io.qvm.admin.ImageArtifacts.SBOM_FILE;
     static final Version VERSION = Version.VERSION_16;
     static final String SPEC = "1.6";
     /** Property names of our own (CycloneDX asks for a namespace). */

@@ -1,6 +1,6 @@
 package io.qvm.release;
 
-import io.qvm.backend.image.ImageArtifact;
+import io.qvm.admin.ImageArtifacts;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -23,9 +23,9 @@ import java.util.zip.ZipFile;
 import java.util.zip.ZipOutputStream;
 
 /**
- * Writes the Maven artifact of one staged image, {@link ImageArtifact}'s zip: its entries sit at
- * its root, exactly the files of the image directory ({@link ImageArtifact#REQUIRED} and the SBOM,
- * {@link ImageArtifact#OPTIONAL}), so that the backend's resolver unpacks it into an image
+ * Writes the Maven artifact of one staged image, {@link ImageArtifacts}'s zip: its entries sit at
+ * its root, exactly the files of the image directory ({@link ImageArtifacts#REQUIRED_FILES} and the SBOM,
+ * {@link ImageArtifacts#OPTIONAL_FILES}), so that the backend's resolver unpacks it into an image
  * directory that verifies as it is. Deterministic: entries sorted by name, one fixed DOS time
  * (1980-01-01), no extra fields; the already compressed kernel and initramfs are stored, the rest
  * deflated. A directory with any other file, or without a required one, is refused.
@@ -47,13 +47,13 @@ public final class ImageZipWriter {
         for (Path f : files) {
             String name = f.getFileName().toString();
             if (!Files.isRegularFile(f, java.nio.file.LinkOption.NOFOLLOW_LINKS)
-                    || !(ImageArtifact.REQUIRED.contains(name) || ImageArtifact.OPTIONAL.contains(name))) {
-                throw new IOException(f + " does not belong in an image zip (" + ImageArtifact.REQUIRED + " and "
-                        + ImageArtifact.OPTIONAL + " only)");
+                    || !(ImageArtifacts.REQUIRED_FILES.contains(name) || ImageArtifacts.OPTIONAL_FILES.contains(name))) {
+                throw new IOException(f + " does not belong in an image zip (" + ImageArtifacts.REQUIRED_FILES + " and "
+                        + ImageArtifacts.OPTIONAL_FILES + " only)");
             }
         }
-        if (!names.containsAll(ImageArtifact.REQUIRED)) {
-            throw new IOException(imageDir + " lacks " + ImageArtifact.REQUIRED.stream()
+        if (!names.containsAll(ImageArtifacts.REQUIRED_FILES)) {
+            throw new IOException(imageDir + " lacks " + ImageArtifacts.REQUIRED_FILES.stream()
                     .filter(n -> !names.contains(n)).toList() + " for an image zip");
         }
         try (OutputStream fo = new BufferedOutputStream(Files.newOutputStream(zip), 1 << 16);

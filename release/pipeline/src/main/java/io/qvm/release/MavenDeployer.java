@@ -1,6 +1,6 @@
 package io.qvm.release;
 
-import io.qvm.backend.QvmEnvironment;
+import io.qvm.backend.host.QvmEnvironment;
 import io.qvm.backend.image.LocalMavenRepository;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
@@ -120,6 +120,12 @@ public final class MavenDeployer {
      *     or incomplete {@code <server>} for the id
      */
     public static Target target(String url, String repositoryId, Path settings, boolean allowInsecureHttp,
+            java.util.Map<String, String> env) {
+        return target(url, repositoryId, settings, allowInsecureHttp, QvmEnvironment.of(env));
+    }
+
+    /** {@link #target(String, String, Path, boolean, java.util.Map)} with the library's view of the environment. */
+    static Target target(String url, String repositoryId, Path settings, boolean allowInsecureHttp,
             QvmEnvironment env) {
         URI uri;
         try {

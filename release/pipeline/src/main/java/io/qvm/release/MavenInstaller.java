@@ -1,7 +1,6 @@
 package io.qvm.release;
 
-import io.qvm.backend.image.ImageArtifact;
-import io.qvm.backend.image.LocalMavenRepository;
+import io.qvm.admin.ImageArtifacts;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.util.FileTrees;
 import java.io.IOException;
@@ -33,7 +32,7 @@ import org.eclipse.aether.supplier.RepositorySystemSupplier;
 
 /**
  * Installs a release's images into a local Maven repository the way Maven's own install does,
- * through Maven Resolver: {@link ImageArtifact}'s {@code io.qvm:qvm-image:<version>}, a {@code pom}
+ * through Maven Resolver: {@link ImageArtifacts}'s {@code io.qvm:qvm-image:<version>}, a {@code pom}
  * (written with Maven's model writer) and per architecture a {@code zip} ({@link ImageZipWriter})
  * and a {@code json} (its {@code manifest.json}), each with classifier {@link Arch#qemuName()}:
  * <pre>
@@ -44,15 +43,15 @@ import org.eclipse.aether.supplier.RepositorySystemSupplier;
  * (plus Resolver's {@code maven-metadata-local.xml} and {@code _remote.repositories}). A release
  * installs the library artifacts of {@link LibraryArtifacts} in the same request
  * ({@link #install(Path, List)}), and with a signer each artifact's {@code .asc} ({@link #signed}). The
- * repository is the one the backend's image resolver looks in ({@link LocalMavenRepository})
+ * repository is the one the backend's image resolver looks in ({@link ImageArtifacts#localRepository()})
  * unless the caller names another, and the coordinates are the ones it looks for. An install is
  * taken back with the {@link Undo} recorded before it: the repository as it was, whether the
  * install failed partway or a later step of the release did.
  */
 public final class MavenInstaller {
 
-    public static final String GROUP = ImageArtifact.GROUP_ID;
-    public static final String ARTIFACT = ImageArtifact.ARTIFACT_ID;
+    public static final String GROUP = ImageArtifacts.GROUP_ID;
+    public static final String ARTIFACT = ImageArtifacts.ARTIFACT_ID;
 
     /** The files an install wrote (the artifacts' paths in the repository). */
     public record Installed(Path repository, List<Path> files) {
@@ -70,19 +69,19 @@ public final class MavenInstaller {
 
     /**
      * The local repository: {@code option} if given, else where the backend looks
-     * ({@link LocalMavenRepository#system()}: {@code -Dmaven.repo.local}, {@code $QVM_MAVEN_REPO},
+     * ({@link ImageArtifacts#localRepository()}: {@code -Dmaven.repo.local}, {@code $QVM_MAVEN_REPO},
      * {@code <localRepository>} of {@code ~/.m2/settings.xml}, {@code ~/.m2/repository}).
      */
     public static Path localRepository(Path option) {
         if (option != null) {
             return option.toAbsolutePath().normalize();
         }
-        return LocalMavenRepository.system().root();
+        return ImageArtifacts.localRepository();
     }
 
     /** Where an artifact of this release lands in {@code repo} (classifier null for the POM). */
     public static Path path(Path repo, String version, String classifier, String extension) {
-        return new LocalMavenRepository(repo, "the release's").artifact(GROUP, ARTIFACT, version, classifier, extension);
+        return ImageArtifacts.artifactPath(repo, GROUP, ARTIFACT, version, classifier, extension);
     }
 
     /** {@code <repo>/io/qvm/qvm-image/<version>}. */

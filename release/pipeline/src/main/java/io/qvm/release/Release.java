@@ -1,10 +1,8 @@
 package io.qvm.release;
 
+import io.qvm.admin.ImageArtifacts;
+import io.qvm.admin.QvmLibrary;
 import io.qvm.HostSetupException;
-import io.qvm.backend.QvmVersion;
-import io.qvm.backend.image.GuestImage;
-import io.qvm.backend.image.ImageSignature;
-import io.qvm.backend.image.PinnedImages;
 import io.qvm.image.ImageInfo;
 import io.qvm.image.PackageLock;
 import io.qvm.image.PackageStore;
@@ -74,7 +72,7 @@ import org.eclipse.aether.artifact.Artifact;
  *     local Maven repository ({@link MavenInstaller}), once the zip's entries and the manifest match
  *     the SHA-256 kept at staging; a failure here (or later) puts the repository back as it was
  *     ({@link MavenInstaller.Undo}) and removes the published directory;</li>
- * <li>{@code pins}: {@code OUT/<version>/pinned-images.properties} ({@link PinnedImages}), the
+ * <li>{@code pins}: {@code OUT/<version>/pinned-images.properties} ({@link ImageArtifacts#formatPins}), the
  *     SHA-256 and size of each architecture's zip — the file a backend of this version is built
  *     with, so that it fetches exactly these zips (adr/0011);</li>
  * <li>{@code report}: {@code release.json} and {@code release.md} ({@link ReleaseReport}) in
@@ -194,14 +192,14 @@ public final class Release {
     }
 
     /**
-     * The project's version, as the build wrote it for the backend ({@link QvmVersion}): the
+     * The project's version, as the build wrote it for the backend ({@link QvmLibrary#version()}): the
      * version the backend's image resolver looks for in a Maven repository.
      *
      * @throws IllegalStateException the class path has no filled-in version (not built by Maven)
      */
     public static String projectVersion() {
-        return QvmVersion.current().orElseThrow(() -> new IllegalStateException("no project version on the class "
-                + "path (" + QvmVersion.RESOURCE + "): build qvm with Maven, or give the release a --version"));
+        return QvmLibrary.version().orElseThrow(() -> new IllegalStateException("no project version on the class "
+                + "path (" + QvmLibrary.VERSION_RESOURCE + "): build qvm with Maven, or give the release a --version"));
     }
 
     /** Runs every step; never throws for a step that failed (see {@link Result#failure()}). */
@@ -514,19 +512,18 @@ public final class Release {
          */
         String signStaged(Path root) throws IOException {
             Path pub = signer.writePublicKey(staging.resolve("signing-key.pub.asc"));
-            ImageSignature check = ImageSignature.trusting(pub);
             for (Arch a : archs) {
                 Path dir = root.resolve(a.id());
                 signer.signSums(dir);
                 try {
-                    check.check(GuestImage.verify(dir, a, "the staged image"));
+                    ImageArtifacts.checkSignature(dir, a, pub, "the staged image");
                 } catch (HostSetupException e) {
                     throw new ReleaseException("the signature of the staged " + a + " image does not verify: "
                             + e.getMessage(), e);
                 }
             }
             return "\n  each image's " + Checksums.FILE + " signed by " + signer.fingerprint() + " ("
-                    + ImageSignature.FILE + ", verified as the backend verifies it)";
+                    + ImageArtifacts.SIGNATURE_FILE + ", verified as the backend verifies it)";
         }
 
         void gate(StagedImages staged) {
@@ -606,16 +603,16 @@ public final class Release {
         }
 
         String pins() {
-            Map<Arch, PinnedImages.Pin> pins = new LinkedHashMap<>();
+            Map<Arch, ImageArtifacts.Pin> pins = new LinkedHashMap<>();
             try {
                 for (Map.Entry<Arch, Path> z : artifacts().zips().entrySet()) {
-                    pins.put(z.getKey(), new PinnedImages.Pin(Sha256.of(z.getValue()), Files.size(z.getValue())));
+                    pins.put(z.getKey(), new ImageArtifacts.Pin(Sha256.of(z.getValue()), Files.size(z.getValue())));
                 }
-                PinnedImages p = new PinnedImages(version, pins, "qvm release " + version);
-                Files.writeString(published.resolve(PinnedImages.FILE), p.format());
-                return "wrote " + published.resolve(PinnedImages.FILE) + " (" + pins.entrySet().stream()
+                Files.writeString(published.resolve(ImageArtifacts.PINS_FILE),
+                        ImageArtifacts.formatPins(version, pins, "qvm release " + version));
+                return "wrote " + published.resolve(ImageArtifacts.PINS_FILE) + " (" + pins.entrySet().stream()
                         .map(e -> e.getKey().id() + " zip " + e.getValue().size() + " bytes sha256 " + e.getValue().sha256())
-                        .toList() + "): copy it to qemu-backend/src/main/resources/" + PinnedImages.RESOURCE
+                        .toList() + "): copy it to qemu-backend/src/main/resources/" + ImageArtifacts.PINS_RESOURCE
                         + " before building the backend of " + version;
             } catch (IOException e) {
                 throw new ReleaseException("cannot write the image pins into " + published + ": " + e, e);
@@ -691,7 +688,7 @@ public final class Release {
                     Optional.of(published), mavenRepo, installed != null ? installed.files() : List.of());
             try {
                 ReleaseReport.write(sofar, host, published);
-                Checksums.add(published, List.of(ReleaseReport.JSON_FILE, ReleaseReport.MD_FILE, PinnedImages.FILE));
+                Checksums.add(published, List.of(ReleaseReport.JSON_FILE, ReleaseReport.MD_FILE, ImageArtifacts.PINS_FILE));
                 if (signer != null) {
                     signer.signSums(published);
                 }
@@ -699,7 +696,7 @@ public final class Release {
                 throw new ReleaseException("cannot write the release report into " + published + ": " + e, e);
             }
             return "wrote " + ReleaseReport.JSON_FILE + " and " + ReleaseReport.MD_FILE + " in " + published
-                    + (signer != null ? "; signed " + Checksums.FILE + " (" + ImageSignature.FILE + ") with "
+                    + (signer != null ? "; signed " + Checksums.FILE + " (" + ImageArtifacts.SIGNATURE_FILE + ") with "
                     + signer.fingerprint() : "");
         }
 
@@ -820,7 +817,7 @@ public final class Release {
 
         /** The release version (default: the project's, {@link #projectVersion()}). */
         public Builder version(String v) {
-            if (!QvmVersion.usable(v)) {
+            if (!QvmLibrary.isUsableVersion(v)) {
                 throw new IllegalArgumentException("a release version names a directory of a Maven repository: "
                         + "letters, digits, '.', '_', '+' and '-', at most 100, starting with a letter or digit, no "
                         + "'..'; got '" + v + "'");

@@ -1,6 +1,6 @@
 package io.qvm.release;
 
-import io.qvm.backend.image.ImageSignature;
+import io.qvm.admin.ImageArtifacts;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -28,8 +28,8 @@ import org.bouncycastle.util.encoders.Hex;
 
 /**
  * Signs a release's checksum files: a detached, ASCII-armoured OpenPGP signature (SHA-256) of a
- * {@code SHA256SUMS}, written beside it as {@value ImageSignature#FILE} — what the backend checks
- * when it is given the matching public key ({@link ImageSignature}). The key is an armoured secret
+ * {@code SHA256SUMS}, written beside it as {@value ImageArtifacts#SIGNATURE_FILE} — what the backend checks
+ * when it is given the matching public key ({@link ImageArtifacts#checkSignature}). The key is an armoured secret
  * key (e.g. {@code gpg --armor --export-secret-keys KEYID}); its first secret key that can sign is
  * used, unlocked with the passphrase the release was given (from an environment variable or a
  * file, never the command line). BouncyCastle's OpenPGP does the cryptography.
@@ -120,7 +120,7 @@ public final class ReleaseSigner {
      */
     public Path signSums(Path dir) throws IOException {
         Path sums = dir.resolve(Checksums.FILE);
-        Path asc = dir.resolve(ImageSignature.FILE);
+        Path asc = dir.resolve(ImageArtifacts.SIGNATURE_FILE);
         Files.writeString(asc, sign(Files.readAllBytes(sums)));
         return asc;
     }

@@ -1,8 +1,8 @@
 package io.qvm.release;
 
-import io.qvm.backend.QvmVersion;
-import io.qvm.backend.probe.HostProbe;
-import io.qvm.backend.probe.QemuInstallation;
+import io.qvm.admin.QvmLibrary;
+import io.qvm.admin.HostReport;
+import java.util.function.Supplier;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.util.Sha256;
 import java.io.IOException;
@@ -42,14 +42,14 @@ public final class Selftest {
     public static final String SCHEMA = "qvm.selftest/1";
 
     private final HostGate.Options gate;
-    private final HostProbe probe;
+    private final Supplier<List<HostReport.Qemu>> probe;
 
     /**
      * @param gate how the gate boots (backends, configs, stop timeout); its {@code fullSuite} and
      *     runtime root are decided per run
      * @param probe finds the QEMU that will run (only for the report: the backend probes on its own)
      */
-    public Selftest(HostGate.Options gate, HostProbe probe) {
+    public Selftest(HostGate.Options gate, Supplier<List<HostReport.Qemu>> probe) {
         this.gate = Objects.requireNonNull(gate, "gate");
         this.probe = Objects.requireNonNull(probe, "probe");
     }
@@ -75,7 +75,7 @@ public final class Selftest {
             result = new GateResult("selftest", List.of(ReleaseStep.failed(arch.id() + ":image", 0, image.problem())),
                     List.of());
         } else {
-            result = new HostGate(o).run(new StagedImages(QvmVersion.current().orElse("unknown"), imageRoot, List.of(arch)),
+            result = new HostGate(o).run(new StagedImages(QvmLibrary.version().orElse("unknown"), imageRoot, List.of(arch)),
                     progress);
         }
         String accelerator = result.boot(arch).map(GateResult.Boot::accelerator).orElse(null);
@@ -83,19 +83,19 @@ public final class Selftest {
                 ? "PROVEN: " + host.osName() + " " + host.arch() + " × " + accelerator + " ran every step end to end"
                 : "FAILED at " + result.firstFailure().map(ReleaseStep::name).orElse("?") + ": "
                         + result.firstFailure().map(ReleaseStep::evidence).orElse("");
-        return new Report(SCHEMA, result.ok(), verdict, started.toString(), QvmVersion.current().orElse("unknown"), host, qemu,
+        return new Report(SCHEMA, result.ok(), verdict, started.toString(), QvmLibrary.version().orElse("unknown"), host, qemu,
                 accelerator, result.boot(arch).map(GateResult.Boot::machine).orElse(null), image, suite.isEmpty()
                         ? "short" : "full", result.steps(), result.boots());
     }
 
     private Qemu qemu(Arch arch) {
         try {
-            Optional<QemuInstallation> q = probe.probe().qemu(arch);
+            Optional<HostReport.Qemu> q = probe.get().stream().filter(x -> x.guestArch() == arch).findFirst();
             if (q.isEmpty()) {
                 return new Qemu(null, null, null, List.of(), "no qemu-system-" + arch.qemuName() + " found");
             }
-            QemuInstallation i = q.get();
-            return new Qemu(i.binary().toString(), i.version().toString(), sha256(i.binary()),
+            HostReport.Qemu i = q.get();
+            return new Qemu(i.binary().toString(), i.version(), sha256(i.binary()),
                     i.compiledIn().stream().map(a -> a.qemuName()).sorted().toList(), null);
         } catch (RuntimeException e) {
             return new Qemu(null, null, null, List.of(), e.getClass().getSimpleName() + ": " + e.getMessage());

@@ -1,16 +1,16 @@
 package io.qvm.release;
 
+import io.qvm.admin.HostReport;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.qvm.FakeQemuHost;
-import io.qvm.backend.probe.CommandRunner;
-import io.qvm.backend.probe.HostOs;
+import io.qvm.backend.host.CommandRunner;
+import io.qvm.backend.host.HostOs;
 import io.qvm.backend.probe.HostProbe;
 import io.qvm.backend.probe.QemuLocator;
 import io.qvm.protocol.image.Arch;
@@ -43,7 +43,9 @@ class SelftestTest {
                 p -> p.startsWith(tmp) && Files.isRegularFile(p) && Files.isExecutable(p));
         return new Selftest(new HostGate.Options(host::backend, FakeQemuHost.config().build(),
                 FakeQemuHost.config().build(), Duration.ofSeconds(30), Set.of(), host.runtimeRoot()),
-                new HostProbe("Linux", "amd64", locator, CommandRunner.system()));
+                () -> new HostProbe("Linux", "amd64", locator, CommandRunner.system()).probe().qemus().values().stream()
+                        .map(q -> new HostReport.Qemu(q.guestArch(), q.binary(), q.version().toString(),
+                                q.compiledIn().stream().sorted().toList())).toList());
     }
 
     @Test

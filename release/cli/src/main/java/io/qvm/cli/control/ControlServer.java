@@ -126,7 +126,7 @@ public final class ControlServer implements AutoCloseable {
             throws IOException {
         Objects.requireNonNull(target, "target");
         Objects.requireNonNull(requestLimits, "requestLimits");
-        io.qvm.backend.process.SocketPaths.checkLength(socket);
+        io.qvm.admin.SandboxStates.checkSocketPath(socket);
         Files.deleteIfExists(socket);
         ServerSocketChannel ch = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         try {

@@ -1,4 +1,4 @@
-package io.qvm.backend;
+package io.qvm.backend.host;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

@@ -1,10 +1,12 @@
-package io.qvm.backend.probe;
+package io.qvm.backend.host;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.qvm.Accelerator;
+import java.util.Locale;
+import java.util.EnumSet;
 import java.io.IOException;
 import java.util.Map;
 import java.util.Objects;
@@ -20,8 +22,8 @@ import java.util.regex.Pattern;
  * {@code -object help}, {@code -device help}, {@code -machine <type>,help} for the machine types
  * qvm uses, and QMP {@code query-command-line-options} (the only place that says whether
  * {@code -sandbox} (seccomp), {@code -run-with} (and which of its keys) or {@code -action} exist
- * in this build). Probed once per binary by {@link QemuCapabilityProbe} and kept in the
- * {@link ProbeCache} under the binary's identity.
+ * in this build). Probed once per binary by {@code QemuCapabilityProbe} and kept in the
+ * {@code ProbeCache} under the binary's identity.
  *
  * @param accelerators    accelerators compiled in ({@code -accel help})
  * @param machines        machine type names and aliases ({@code -machine help})
@@ -143,7 +145,7 @@ public record QemuCapabilities(Set<Accelerator> accelerators, Set<String> machin
             }
             machineOptions.put(type, props);
         });
-        return new QemuCapabilities(CompiledInCheck.parseAccelHelp(accelHelp), machines, objects, devices,
+        return new QemuCapabilities(parseAccelHelp(accelHelp), machines, objects, devices,
                 machineOptions, parseCommandLineOptions(qmp));
     }
 
@@ -179,7 +181,7 @@ public record QemuCapabilities(Set<Accelerator> accelerators, Set<String> machin
 
     // ---- the cache's form ------------------------------------------------------------------
 
-    /** This value as JSON (the {@link ProbeCache}'s form). */
+    /** This value as JSON (the {@code ProbeCache}'s form). */
     public ObjectNode toJson() {
         ObjectNode o = JSON.createObjectNode();
         ArrayNode accel = o.putArray("accelerators");
@@ -246,5 +248,22 @@ public record QemuCapabilities(Set<Accelerator> accelerators, Set<String> machin
         }
         String t = s.strip();
         return t.length() > 200 ? "'" + t.substring(0, 200) + "…'" : "'" + t + "'";
+    }
+
+    /** Parses the output of {@code -accel help}; unknown names (xen, nvmm, qtest…) are ignored. */
+    public static Set<Accelerator> parseAccelHelp(String output) {
+        Set<Accelerator> out = EnumSet.noneOf(Accelerator.class);
+        if (output == null) {
+            return out;
+        }
+        for (String line : output.split("\\R")) {
+            String name = line.strip().toLowerCase(Locale.ROOT);
+            for (Accelerator a : Accelerator.values()) {
+                if (a != Accelerator.AUTO && a.qemuName().equals(name)) {
+                    out.add(a);
+                }
+            }
+        }
+        return out;
     }
 }

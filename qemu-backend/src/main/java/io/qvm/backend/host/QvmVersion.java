@@ -1,4 +1,4 @@
-package io.qvm.backend;
+package io.qvm.backend.host;
 
 import java.io.IOException;
 import java.io.InputStream;

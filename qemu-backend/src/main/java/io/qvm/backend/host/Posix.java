@@ -1,4 +1,4 @@
-package io.qvm.backend.process;
+package io.qvm.backend.host;
 
 import io.qvm.HostSetupException;
 import io.qvm.protocol.util.PrivateDirectory;

@@ -1,6 +1,5 @@
-package io.qvm.backend;
+package io.qvm.backend.host;
 
-import io.qvm.backend.process.Posix;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Objects;
@@ -22,20 +21,20 @@ import java.util.Optional;
  *     {@code ~/.m2/settings.xml}, else {@code ~/.m2/repository}</td></tr>
  * <tr><td>{@value #IMAGE_REPOSITORY}</td><td>a remote Maven repository the released image of this backend's
  *     version is fetched from, accepted only when it matches the hashes this jar pins
- *     ({@code io.qvm.backend.image.PinnedImages}; adr/0011)</td><td>— (no download)</td></tr>
+ *     ({@code PinnedImages}; adr/0011)</td><td>— (no download)</td></tr>
  * <tr><td>{@value #STATE}</td><td>the state directory (one directory per sandbox)</td><td>{@code ~/.local/state/qvm}</td></tr>
  * <tr><td>{@value #RUNTIME_DIR}</td><td>sockets</td><td>{@code $XDG_RUNTIME_DIR/qvm}, else {@code %TEMP%\qvm}
  *     on Windows, else {@code /tmp/qvm-<uid>}</td></tr>
  * <tr><td>{@value #QEMU}</td><td>QEMU binary or its directory, searched before PATH</td><td>—</td></tr>
  * <tr><td>{@value #TEMPLATES}</td><td>{@code off}: cold-boot every sandbox</td><td>templates on</td></tr>
  * <tr><td>{@value #QEMU_USER}</td><td>the unprivileged user QEMU drops to when qvm runs as root
- *     ({@code io.qvm.backend.process.QemuUser})</td><td>{@code qvm}</td></tr>
+ *     ({@code QemuUser})</td><td>{@code qvm}</td></tr>
  * </table>
  *
  * A variable that is unset or blank counts as unset. Where the guest image is looked for — an
  * explicit path ({@code QemuVmBackend.Builder#imageDir}), then {@value #IMAGE_DIR}, then the user
  * cache ({@link #userImageRoot()}), then the local Maven repository — is
- * {@link io.qvm.backend.image.ImageResolver}'s; the library never looks for a source checkout (the
+ * {@code ImageResolver}'s; the library never looks for a source checkout (the
  * {@code qvm} CLI and launcher do: they point {@value #IMAGE_DIR} at the checkout's {@code out/image}).
  */
 public final class QvmEnvironment {
@@ -47,6 +46,8 @@ public final class QvmEnvironment {
     public static final String QEMU = "QVM_QEMU";
     public static final String TEMPLATES = "QVM_TEMPLATES";
     public static final String QEMU_USER = "QVM_QEMU_USER";
+    /** The user QEMU drops to when this process is root and {@link #QEMU_USER} is unset. */
+    public static final String DEFAULT_QEMU_USER = "qvm";
     public static final String MAVEN_REPO = "QVM_MAVEN_REPO";
     public static final String IMAGE_REPOSITORY = "QVM_IMAGE_REPOSITORY";
 
@@ -155,7 +156,7 @@ public final class QvmEnvironment {
 
     /** {@value #QEMU_USER}, else {@code qvm}: who QEMU runs as when qvm runs as root. */
     public String qemuUser() {
-        return get(QEMU_USER).map(String::strip).orElse(io.qvm.backend.process.QemuUser.DEFAULT_USER);
+        return get(QEMU_USER).map(String::strip).orElse(DEFAULT_QEMU_USER);
     }
 
     /** False when {@value #TEMPLATES} is {@code off}. */

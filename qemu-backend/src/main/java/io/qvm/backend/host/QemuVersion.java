@@ -1,4 +1,4 @@
-package io.qvm.backend.probe;
+package io.qvm.backend.host;
 
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;

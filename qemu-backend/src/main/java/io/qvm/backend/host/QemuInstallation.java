@@ -1,4 +1,4 @@
-package io.qvm.backend.probe;
+package io.qvm.backend.host;
 
 import io.qvm.protocol.image.Arch;
 import io.qvm.Accelerator;
@@ -12,7 +12,7 @@ import java.util.Set;
  * @param guestArch   the architecture it emulates
  * @param binary      absolute path of the executable
  * @param version     from {@code --version}
- * @param capabilities what it reports it can do ({@link QemuCapabilityProbe}): the command line
+ * @param capabilities what it reports it can do ({@code QemuCapabilityProbe}): the command line
  *                    follows this, never the host OS or the version alone
  */
 public record QemuInstallation(Arch guestArch, Path binary, QemuVersion version, QemuCapabilities capabilities) {

@@ -1,9 +1,8 @@
-package io.qvm.backend;
+package io.qvm.backend.host;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.qvm.backend.probe.ProbeCache;
 import io.qvm.backend.template.TemplateStore;
 import java.nio.file.Path;

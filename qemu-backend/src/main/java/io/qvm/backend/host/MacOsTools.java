@@ -1,4 +1,4 @@
-package io.qvm.backend.probe;
+package io.qvm.backend.host;
 
 import java.io.UncheckedIOException;
 import java.time.Duration;
