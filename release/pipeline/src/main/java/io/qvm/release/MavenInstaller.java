@@ -212,8 +212,8 @@ public final class MavenInstaller {
 
     /** Where {@code a} lands in {@code repo}. */
     public static Path path(Path repo, Artifact a) {
-        return new LocalMavenRepository(repo, "the release's").artifact(a.getGroupId(), a.getArtifactId(),
-                a.getBaseVersion(), a.getClassifier().isEmpty() ? null : a.getClassifier(), a.getExtension());
+        return ImageArtifacts.artifactPath(repo, a.getGroupId(), a.getArtifactId(), a.getBaseVersion(),
+                a.getClassifier().isEmpty() ? null : a.getClassifier(), a.getExtension());
     }
 
     /** {@code g:{a1,a2}:v} for a message. */
