@@ -1,5 +1,5 @@
 #!/bin/sh
-# Records what qvm's capability probe (io.qvm.backend.probe.QemuCapabilityProbe) asks a QEMU build,
+# Records what qvm's capability probe (io.qvm.internal.probe.QemuCapabilityProbe) asks a QEMU build,
 # one file per question, into DIR: the fixtures QemuCapabilitiesTest replays. Run it on a real
 # host to turn a derived fixture into a recorded one, then write DIR/SOURCE.md (build, host, date).
 #   record.sh /path/to/qemu-system-x86_64 DIR

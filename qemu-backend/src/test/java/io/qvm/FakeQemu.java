@@ -339,7 +339,7 @@ public final class FakeQemu {
             case "console" -> console;
             default -> throw new IllegalArgumentException("flood=" + which);
         };
-        long cap = which.equals("events") ? io.qvm.backend.sandbox.GuestWatcher.MAX_EVENT_BYTES
+        long cap = which.equals("events") ? io.qvm.internal.sandbox.GuestWatcher.MAX_EVENT_BYTES
                 : InitEvents.CONSOLE_MAX_BYTES;
         byte[] chunk = "qvm: phase=init uptime=0.00 flood\n".repeat(2048).getBytes(StandardCharsets.UTF_8);
         try (OutputStream out = Files.newOutputStream(file, StandardOpenOption.CREATE, StandardOpenOption.APPEND)) {

@@ -1,9 +1,9 @@
 package io.qvm;
 
-import io.qvm.backend.host.CommandRunner;
-import io.qvm.backend.host.HostOs;
-import io.qvm.backend.probe.HostProbe;
-import io.qvm.backend.probe.QemuLocator;
+import io.qvm.internal.host.CommandRunner;
+import io.qvm.internal.host.HostOs;
+import io.qvm.internal.probe.HostProbe;
+import io.qvm.internal.probe.QemuLocator;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -57,7 +57,7 @@ public final class FakeQemuHost {
                 + "exec '" + java + "' -Xshare:auto -XX:TieredStopAtLevel=1 -cp '"
                 + System.getProperty("java.class.path") + "' " + FakeQemu.class.getName() + " '" + root + "' \"$@\"\n");
         Files.setPosixFilePermissions(qemu, PosixFilePermissions.fromString("rwxr-xr-x"));
-        io.qvm.backend.image.TestImages.write(root.resolve("image").resolve("x86_64"), io.qvm.protocol.image.Arch.X86_64,
+        io.qvm.internal.image.TestImages.write(root.resolve("image").resolve("x86_64"), io.qvm.protocol.image.Arch.X86_64,
                 "fake"); // "6.1.0-fake"; not a kernel: the fake QEMU boots nothing
         Path cgroup = Files.createDirectories(cgroupRoot());
         Files.writeString(cgroup.resolve("cgroup.controllers"), "cpu io memory pids\n");
@@ -128,17 +128,17 @@ public final class FakeQemuHost {
      * tests run as root too, and a root host's policy is tested with {@link #backendAsRoot}).
      */
     public QemuVmBackend.Builder backend() {
-        return backendAsRoot(io.qvm.backend.process.QemuUser.of(1000, "qvm", name -> java.util.Optional.empty()));
+        return backendAsRoot(io.qvm.internal.process.QemuUser.of(1000, "qvm", name -> java.util.Optional.empty()));
     }
 
     /** {@link #backend()} with QEMU's user chosen by {@code user} (e.g. a root host's). */
-    public QemuVmBackend.Builder backendAsRoot(io.qvm.backend.process.QemuUser user) {
+    public QemuVmBackend.Builder backendAsRoot(io.qvm.internal.process.QemuUser user) {
         return withoutImage(user).imageDir(imageRoot());
     }
 
     /** {@link #backend()} finding its image with {@code images} instead of in {@link #imageRoot()}. */
-    public QemuVmBackend.Builder backend(io.qvm.backend.image.ImageResolver images) {
-        return withoutImage(io.qvm.backend.process.QemuUser.of(1000, "qvm", name -> java.util.Optional.empty()))
+    public QemuVmBackend.Builder backend(io.qvm.internal.image.ImageResolver images) {
+        return withoutImage(io.qvm.internal.process.QemuUser.of(1000, "qvm", name -> java.util.Optional.empty()))
                 .imageResolver(images);
     }
 
@@ -147,14 +147,14 @@ public final class FakeQemuHost {
         return root.resolve("image");
     }
 
-    private QemuVmBackend.Builder withoutImage(io.qvm.backend.process.QemuUser user) {
+    private QemuVmBackend.Builder withoutImage(io.qvm.internal.process.QemuUser user) {
         // Only the fake counts: a real qemu-system-* in /usr/bin must not be probed (this is a unit test).
         QemuLocator locator = new QemuLocator(HostOs.LINUX, Map.of("QVM_QEMU", root.resolve("bin").toString()),
                 p -> p.startsWith(root) && Files.isRegularFile(p) && Files.isExecutable(p));
         return QemuVmBackend.builder().hostProbe(new HostProbe("Linux", "amd64", locator, CommandRunner.system()))
                 .stateDirectory(stateRoot()).runtimeDirectory(runtimeRoot())
                 .templateDirectory(templateRoot()).useProbeCache(false).qemuUser(user)
-                .cgroups(io.qvm.backend.process.CgroupTree.at(cgroupRoot()));
+                .cgroups(io.qvm.internal.process.CgroupTree.at(cgroupRoot()));
     }
 
     /** A config for this host: TCG (so no probe of /dev/kvm decides), deadlines that fit a test. */

@@ -6,14 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import io.qvm.backend.host.QvmEnvironment;
-import io.qvm.backend.image.ImageSignature;
-import io.qvm.backend.image.TestKeys;
-import io.qvm.backend.image.ImageResolver;
-import io.qvm.backend.image.LocalMavenRepository;
-import io.qvm.backend.image.TestImages;
-import io.qvm.backend.process.QemuUser;
-import io.qvm.backend.template.TemplateMode;
+import io.qvm.internal.host.QvmEnvironment;
+import io.qvm.internal.image.ImageSignature;
+import io.qvm.internal.image.TestKeys;
+import io.qvm.internal.image.ImageResolver;
+import io.qvm.internal.image.LocalMavenRepository;
+import io.qvm.internal.image.TestImages;
+import io.qvm.internal.process.QemuUser;
+import io.qvm.internal.template.TemplateMode;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -161,7 +161,7 @@ class QemuVmBackendTest {
             Path cgroup = host.cgroupRoot().resolve("qvm").resolve(s.id());
             long qemuPid = host.processes().get(0).pid();
             assertEquals(List.of(Long.toString(qemuPid)), Files.readAllLines(cgroup.resolve("cgroup.procs")));
-            assertEquals(Long.toString((1024L + 256 + io.qvm.backend.qemu.MachineProfile.TCG_TB_MIB) << 20),
+            assertEquals(Long.toString((1024L + 256 + io.qvm.internal.qemu.MachineProfile.TCG_TB_MIB) << 20),
                     Files.readString(cgroup.resolve("memory.max")));
             assertEquals(Integer.toString(96 + config.vcpus()), Files.readString(cgroup.resolve("pids.max")));
             assertEquals((config.vcpus() * 100_000 + 50_000) + " 100000", Files.readString(cgroup.resolve("cpu.max")));
@@ -360,7 +360,7 @@ class QemuVmBackendTest {
                     .instance.objectNode().put("note", "x".repeat(io.qvm.protocol.FrameLimits.DEFAULT_HEADER_BYTES));
             io.qvm.protocol.Frame big = new io.qvm.protocol.Frame(io.qvm.protocol.FrameKind.ECHO, 0, header, new byte[1]);
             RenderFailedException e = assertThrows(RenderFailedException.class,
-                    () -> ((io.qvm.backend.sandbox.QemuSandbox) s).call(big, "echo"));
+                    () -> ((io.qvm.internal.sandbox.QemuSandbox) s).call(big, "echo"));
             assertEquals(io.qvm.protocol.ErrorCode.TOO_LARGE, e.code(), e.getMessage());
             assertTrue(e.getMessage().contains("header") && e.getMessage().contains("nothing was sent"), e.getMessage());
             assertTrue(s.isAlive(), "the sandbox goes on");
@@ -504,7 +504,7 @@ class QemuVmBackendTest {
             List<String> argv = host.lastArgv();
             // the fake answers the capability probe as bookworm-backports' 10.0.2 does: -run-with user=
             assertEquals("user=qvm", argv.get(argv.indexOf("-run-with") + 1), argv::toString);
-            assertEquals(io.qvm.backend.qemu.QemuCommand.SECCOMP_RUNAS, argv.get(argv.indexOf("-sandbox") + 1));
+            assertEquals(io.qvm.internal.qemu.QemuCommand.SECCOMP_RUNAS, argv.get(argv.indexOf("-sandbox") + 1));
             assertArrayEquals(new byte[] {9}, s.echo(new byte[] {9}));
         }
     }

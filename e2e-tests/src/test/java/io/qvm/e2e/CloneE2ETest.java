@@ -9,8 +9,8 @@ import io.qvm.QemuVmBackend;
 import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
 import io.qvm.SandboxPool;
-import io.qvm.backend.template.Template;
-import io.qvm.backend.template.TemplateStore;
+import io.qvm.internal.template.Template;
+import io.qvm.internal.template.TemplateStore;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
 import io.qvm.protocol.WorkerStatus;
@@ -102,7 +102,7 @@ class CloneE2ETest {
         for (int attempt = 1; t == null; attempt++) {
             try {
                 t = E2e.buildTemplate(backend, config);
-            } catch (io.qvm.backend.template.TemplateException e) {
+            } catch (io.qvm.internal.template.TemplateException e) {
                 // An emulated aarch64 boot fails now and then on its own (README, known problems:
                 // the worker's JVM silent, runsc exiting 1, or end of input before HELLO), about
                 // one boot in three here. The template boot is not what this test proves: it is

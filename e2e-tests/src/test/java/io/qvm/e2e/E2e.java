@@ -3,7 +3,7 @@ package io.qvm.e2e;
 import static org.junit.jupiter.api.Assertions.fail;
 import io.qvm.QemuVmBackend;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.host.QvmEnvironment;
+import io.qvm.internal.host.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -74,7 +74,7 @@ public final class E2e {
      * the same place a user's sandboxes restore from, so a second run of the suite reuses them.
      */
     static Path templateRoot() {
-        return io.qvm.backend.template.TemplateStore.defaultLocation().root();
+        return io.qvm.internal.template.TemplateStore.defaultLocation().root();
     }
 
     /** Defaults, with deadlines generous enough for TCG on a busy 2-core machine. */
@@ -155,16 +155,16 @@ public final class E2e {
     }
 
     /** The template {@code b} builds for {@code config}, as the store holds it (tests may look inside). */
-    static io.qvm.backend.template.Template buildTemplate(io.qvm.QemuVmBackend b, io.qvm.SandboxConfig config) {
+    static io.qvm.internal.template.Template buildTemplate(io.qvm.QemuVmBackend b, io.qvm.SandboxConfig config) {
         io.qvm.admin.Templates.TemplateInfo info = b.admin().buildTemplate(config);
         return template(info.dir().getParent(), info.id());
     }
 
     /** The template {@code id} under {@code root}. */
-    static io.qvm.backend.template.Template template(java.nio.file.Path root, String id) {
+    static io.qvm.internal.template.Template template(java.nio.file.Path root, String id) {
         try {
-            return io.qvm.backend.template.TemplateStore.at(root).list().stream().filter(l -> l.id().equals(id))
-                    .findFirst().map(l -> new io.qvm.backend.template.Template(l.dir(), l.meta().orElseThrow()))
+            return io.qvm.internal.template.TemplateStore.at(root).list().stream().filter(l -> l.id().equals(id))
+                    .findFirst().map(l -> new io.qvm.internal.template.Template(l.dir(), l.meta().orElseThrow()))
                     .orElseThrow(() -> new AssertionError("no template " + id + " in " + root));
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);

@@ -11,7 +11,7 @@ import io.qvm.Sandbox;
 import io.qvm.SandboxConfig;
 import io.qvm.SandboxLostException;
 import io.qvm.SandboxPool;
-import io.qvm.backend.process.StateDirectory;
+import io.qvm.internal.process.StateDirectory;
 import io.qvm.protocol.image.InitEvents;
 import io.qvm.image.ImageBuilder;
 import io.qvm.probe.HostileWorker;

@@ -2,10 +2,10 @@ package io.qvm.e2e;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
-import io.qvm.backend.probe.HostInfo;
-import io.qvm.backend.probe.HostProbe;
-import io.qvm.backend.host.QemuInstallation;
-import io.qvm.backend.sandbox.JvmCrashReport;
+import io.qvm.internal.probe.HostInfo;
+import io.qvm.internal.probe.HostProbe;
+import io.qvm.internal.host.QemuInstallation;
+import io.qvm.internal.sandbox.JvmCrashReport;
 import io.qvm.image.ImageBuilder;
 import io.qvm.probe.JitStress;
 import io.qvm.protocol.image.Arch;

@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.qvm.QemuVmBackend;
 import io.qvm.Sandbox;
-import io.qvm.backend.process.ReapReport;
+import io.qvm.internal.process.ReapReport;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -40,7 +40,7 @@ class OrphanedQemuE2ETest {
         QemuVmBackend backend = QemuVmBackend.builder().stateDirectory(Path.of(args[0])).imageDir(E2e.imageRoot())
                 .reapOnStart(false).progress(line -> System.err.println(line)).build();
         Sandbox s = backend.start(E2e.config().build());
-        System.out.println("STARTED " + s.id() + " " + ((io.qvm.backend.sandbox.QemuSandbox) s).pid());
+        System.out.println("STARTED " + s.id() + " " + ((io.qvm.internal.sandbox.QemuSandbox) s).pid());
         System.out.flush();
         Thread.sleep(Long.MAX_VALUE);
     }

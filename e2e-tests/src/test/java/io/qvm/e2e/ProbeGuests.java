@@ -2,11 +2,11 @@ package io.qvm.e2e;
 
 import io.qvm.Accelerator;
 import io.qvm.SandboxConfig;
-import io.qvm.backend.probe.HostInfo;
-import io.qvm.backend.host.QemuInstallation;
-import io.qvm.backend.qemu.GuestTransport;
-import io.qvm.backend.qemu.QemuCommand;
-import io.qvm.backend.qemu.QemuCommandInput;
+import io.qvm.internal.probe.HostInfo;
+import io.qvm.internal.host.QemuInstallation;
+import io.qvm.internal.qemu.GuestTransport;
+import io.qvm.internal.qemu.QemuCommand;
+import io.qvm.internal.qemu.QemuCommandInput;
 import io.qvm.image.ImageBuilder;
 import io.qvm.protocol.image.Arch;
 import io.qvm.probe.ProbeWorker;

@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.qvm.QemuVmBackend;
 import io.qvm.Sandbox;
 import io.qvm.TransportPreference;
-import io.qvm.backend.image.GuestImage;
+import io.qvm.internal.image.GuestImage;
 import io.qvm.protocol.image.Arch;
 import io.qvm.transport.vsock.VsockSupport;
 import java.nio.file.Path;

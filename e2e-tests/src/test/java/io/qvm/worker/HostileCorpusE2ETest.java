@@ -9,7 +9,7 @@ import io.qvm.RenderFailedException;
 import io.qvm.SandboxConfig;
 import io.qvm.SandboxLostException;
 import io.qvm.SandboxPool;
-import io.qvm.backend.sandbox.JvmCrashReport;
+import io.qvm.internal.sandbox.JvmCrashReport;
 import io.qvm.protocol.RenderResult;
 import java.nio.file.Files;
 import java.nio.file.Path;

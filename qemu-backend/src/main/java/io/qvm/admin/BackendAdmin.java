@@ -67,7 +67,7 @@ public interface BackendAdmin {
      * @throws IllegalArgumentException {@code sandbox} is not a QEMU sandbox
      */
     static int echo(Sandbox sandbox, byte[] body, int replyBytes) {
-        if (!(sandbox instanceof io.qvm.backend.sandbox.QemuSandbox q)) {
+        if (!(sandbox instanceof io.qvm.internal.sandbox.QemuSandbox q)) {
             throw new IllegalArgumentException("not a QEMU sandbox: " + sandbox);
         }
         io.qvm.protocol.Frame f = q.call(new io.qvm.protocol.Frame(io.qvm.protocol.FrameKind.ECHO, 0,
@@ -78,6 +78,6 @@ public interface BackendAdmin {
 
     /** The process id of {@code sandbox}'s QEMU (empty: not a QEMU sandbox). */
     static OptionalLong qemuPid(Sandbox sandbox) {
-        return sandbox instanceof io.qvm.backend.sandbox.QemuSandbox q ? OptionalLong.of(q.pid()) : OptionalLong.empty();
+        return sandbox instanceof io.qvm.internal.sandbox.QemuSandbox q ? OptionalLong.of(q.pid()) : OptionalLong.empty();
     }
 }

@@ -1,6 +1,6 @@
 package io.qvm.admin;
 
-import io.qvm.backend.host.QvmEnvironment;
+import io.qvm.internal.host.QvmEnvironment;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;

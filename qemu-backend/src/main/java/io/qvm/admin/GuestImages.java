@@ -1,7 +1,7 @@
 package io.qvm.admin;
 
 import io.qvm.HostSetupException;
-import io.qvm.backend.image.GuestImage;
+import io.qvm.internal.image.GuestImage;
 import io.qvm.protocol.image.Arch;
 import java.nio.file.Path;
 import java.util.Map;

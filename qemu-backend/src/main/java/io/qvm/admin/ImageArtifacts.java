@@ -1,11 +1,11 @@
 package io.qvm.admin;
 
 import io.qvm.HostSetupException;
-import io.qvm.backend.image.GuestImage;
-import io.qvm.backend.image.ImageArtifact;
-import io.qvm.backend.image.ImageSignature;
-import io.qvm.backend.image.LocalMavenRepository;
-import io.qvm.backend.image.PinnedImages;
+import io.qvm.internal.image.GuestImage;
+import io.qvm.internal.image.ImageArtifact;
+import io.qvm.internal.image.ImageSignature;
+import io.qvm.internal.image.LocalMavenRepository;
+import io.qvm.internal.image.PinnedImages;
 import io.qvm.protocol.image.Arch;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;

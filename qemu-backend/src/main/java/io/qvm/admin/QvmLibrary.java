@@ -1,6 +1,6 @@
 package io.qvm.admin;
 
-import io.qvm.backend.host.QvmVersion;
+import io.qvm.internal.host.QvmVersion;
 import java.util.Optional;
 
 /** This library itself: its version, which also names the guest image it pins. */

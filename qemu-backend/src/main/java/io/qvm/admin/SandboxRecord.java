@@ -1,11 +1,11 @@
 package io.qvm.admin;
 
-import io.qvm.backend.process.LogTail;
-import io.qvm.backend.process.OwnerRecord;
-import io.qvm.backend.process.ProcessInfo;
-import io.qvm.backend.process.ProcessTable;
-import io.qvm.backend.process.QemuIdentity;
-import io.qvm.backend.process.SandboxState;
+import io.qvm.internal.process.LogTail;
+import io.qvm.internal.process.OwnerRecord;
+import io.qvm.internal.process.ProcessInfo;
+import io.qvm.internal.process.ProcessTable;
+import io.qvm.internal.process.QemuIdentity;
+import io.qvm.internal.process.SandboxState;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Instant;

@@ -1,12 +1,12 @@
 package io.qvm.admin;
 
 import io.qvm.SandboxException;
-import io.qvm.backend.process.CgroupTree;
-import io.qvm.backend.process.ReapReport;
-import io.qvm.backend.process.SandboxState;
-import io.qvm.backend.process.SocketPaths;
-import io.qvm.backend.process.StaleSandboxReaper;
-import io.qvm.backend.process.StateDirectory;
+import io.qvm.internal.process.CgroupTree;
+import io.qvm.internal.process.ReapReport;
+import io.qvm.internal.process.SandboxState;
+import io.qvm.internal.process.SocketPaths;
+import io.qvm.internal.process.StaleSandboxReaper;
+import io.qvm.internal.process.StateDirectory;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;

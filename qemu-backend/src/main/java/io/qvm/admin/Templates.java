@@ -1,6 +1,6 @@
 package io.qvm.admin;
 
-import io.qvm.backend.template.TemplateStore;
+import io.qvm.internal.template.TemplateStore;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;

@@ -6,6 +6,6 @@
  * ({@link io.qvm.admin.BackendAdmin}, from {@link io.qvm.QemuVmBackend#admin()}).
  *
  * <p>Every type here is a value or a small facade; the implementation behind them
- * ({@code io.qvm.backend.*}) is not API and changes without notice.
+ * ({@code io.qvm.internal.*}) is not API and changes without notice.
  */
 package io.qvm.admin;

@@ -133,7 +133,7 @@ class CliEndToEndTest {
         assertFalse(Files.exists(state.resolve("sandboxes").resolve(id)));
         assertEquals(0, CliRun.run(ctx, "ps", "--json").json().path("sandboxes").size());
         assertTrue(isEmptyOrAbsent(state.resolve("launch")));
-        assertFalse(Files.exists(io.qvm.backend.process.SocketPaths.forSandbox(id).dir()));
+        assertFalse(Files.exists(io.qvm.internal.process.SocketPaths.forSandbox(id).dir()));
     }
 
     private static boolean alive(long pid) {

@@ -2,8 +2,8 @@ package io.qvm.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import io.qvm.backend.probe.HostInfo;
-import io.qvm.backend.host.HostOs;
+import io.qvm.internal.probe.HostInfo;
+import io.qvm.internal.host.HostOs;
 import io.qvm.protocol.image.Arch;
 import java.util.Map;
 import java.util.Optional;

@@ -9,9 +9,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.qvm.SandboxLostException;
-import io.qvm.backend.process.SandboxState;
-import io.qvm.backend.process.SocketPaths;
-import io.qvm.backend.process.StateDirectory;
+import io.qvm.internal.process.SandboxState;
+import io.qvm.internal.process.SocketPaths;
+import io.qvm.internal.process.StateDirectory;
 import io.qvm.cli.control.ControlServer;
 import io.qvm.cli.control.ReadyFile;
 import io.qvm.protocol.FrameLimits;

@@ -121,7 +121,7 @@ class ImageAndDoctorCommandsTest {
                 unprivileged = c;
             }
         }
-        if (io.qvm.backend.host.Posix.currentUid() != 0) {
+        if (io.qvm.internal.host.Posix.currentUid() != 0) {
             assertEquals("active", unprivileged.path("status").asText(), unprivileged.toString());
             return; // QEMU runs as this unprivileged user: nothing to set up
         }

@@ -149,7 +149,7 @@ class ReleaseCommandTest {
     /** --signing-key signs with the passphrase from the environment; a wrong one is a usage error before any build. */
     @Test
     void aSigningKeyWithItsPassphraseFromTheEnvironmentSignsTheRelease() throws Exception {
-        io.qvm.backend.image.TestKeys.Key key = io.qvm.backend.image.TestKeys.generate("r <r@qvm.test>", "pw");
+        io.qvm.internal.image.TestKeys.Key key = io.qvm.internal.image.TestKeys.generate("r <r@qvm.test>", "pw");
         Path secret = key.writeSecret(tmp.resolve("release.key.asc"));
         SyntheticImages images = new SyntheticImages(PackageLock.bundled());
         CliContext wrong = withPassphrase(context(ScriptedGate.passing(), images), "not it");

@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
-import io.qvm.backend.template.Template;
-import io.qvm.backend.template.TemplateKey;
-import io.qvm.backend.template.TemplateMode;
-import io.qvm.backend.template.TemplateStore;
+import io.qvm.internal.template.Template;
+import io.qvm.internal.template.TemplateKey;
+import io.qvm.internal.template.TemplateMode;
+import io.qvm.internal.template.TemplateStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -33,7 +33,7 @@ class TemplateCommandTest {
     void setUp() {
         Map<String, String> env = new HashMap<>(CliRun.context(tmp.resolve("state"), tmp.resolve("images"), FakeImageTool.NO_BUILDS)
                 .env());
-        env.put(io.qvm.backend.host.QvmEnvironment.CACHE, tmp.resolve("cache").toString());
+        env.put(io.qvm.internal.host.QvmEnvironment.CACHE, tmp.resolve("cache").toString());
         ctx = CliRun.context(tmp.resolve("state"), tmp.resolve("images"), FakeImageTool.NO_BUILDS).withEnv(env);
         store = TemplateStore.at(tmp.resolve("cache").resolve("templates"));
     }

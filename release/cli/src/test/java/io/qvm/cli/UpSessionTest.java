@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.qvm.FakeQemuHost;
-import io.qvm.backend.process.SocketPaths;
+import io.qvm.internal.process.SocketPaths;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.qvm.backend.process.SandboxState;
-import io.qvm.backend.process.SocketPaths;
-import io.qvm.backend.process.StateDirectory;
+import io.qvm.internal.process.SandboxState;
+import io.qvm.internal.process.SocketPaths;
+import io.qvm.internal.process.StateDirectory;
 import io.qvm.protocol.util.PrivateDirectory;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,7 +1,7 @@
 package io.qvm.release;
 
-import io.qvm.backend.host.QvmEnvironment;
-import io.qvm.backend.image.LocalMavenRepository;
+import io.qvm.internal.host.QvmEnvironment;
+import io.qvm.internal.image.LocalMavenRepository;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
 import java.net.ConnectException;

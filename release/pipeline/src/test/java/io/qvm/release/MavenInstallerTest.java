@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.qvm.backend.image.TestKeys;
+import io.qvm.internal.image.TestKeys;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.util.Sha256;
 import java.io.Reader;
@@ -137,7 +137,7 @@ class MavenInstallerTest {
     @Test
     void theRepositoryIsTheOptionElseTheOneTheBackendLooksIn() {
         assertEquals(tmp.resolve("r"), MavenInstaller.localRepository(tmp.resolve("r")));
-        assertEquals(io.qvm.backend.image.LocalMavenRepository.system().root(), MavenInstaller.localRepository(null));
+        assertEquals(io.qvm.internal.image.LocalMavenRepository.system().root(), MavenInstaller.localRepository(null));
     }
 
     @Test

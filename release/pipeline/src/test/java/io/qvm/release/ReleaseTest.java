@@ -6,14 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.qvm.backend.host.QvmEnvironment;
-import io.qvm.backend.image.ImageResolver;
-import io.qvm.backend.image.ImageSignature;
-import io.qvm.backend.image.TestKeys;
-import io.qvm.backend.image.LocalMavenRepository;
-import io.qvm.backend.image.LoopbackMavenRepository;
-import io.qvm.backend.image.PinnedImages;
-import io.qvm.backend.image.TestResolvers;
+import io.qvm.internal.host.QvmEnvironment;
+import io.qvm.internal.image.ImageResolver;
+import io.qvm.internal.image.ImageSignature;
+import io.qvm.internal.image.TestKeys;
+import io.qvm.internal.image.LocalMavenRepository;
+import io.qvm.internal.image.LoopbackMavenRepository;
+import io.qvm.internal.image.PinnedImages;
+import io.qvm.internal.image.TestResolvers;
 import io.qvm.image.PackageLock;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.image.ImageDirectory;
@@ -355,7 +355,7 @@ class ReleaseTest {
         Path otherKey = TestKeys.generate("other <o@qvm.test>", "x").writePublic(tmp.resolve("other.pub.asc"));
         assertThrows(io.qvm.HostSetupException.class, () -> ImageSignature.trusting(otherKey).check(found.image()));
         // the release's own SHA256SUMS: the same check over the top-level directory's sums
-        backend.check(new io.qvm.backend.image.GuestImage(Arch.X86_64, rel, found.image().manifest(), Map.of()));
+        backend.check(new io.qvm.internal.image.GuestImage(Arch.X86_64, rel, found.image().manifest(), Map.of()));
         assertTrue(r.steps().stream().anyMatch(s -> s.name().equals("stage") && s.evidence().contains(signer.fingerprint())),
                 r.steps().toString());
     }

@@ -1,0 +1,239 @@
+package io.qvm.internal.sandbox;
+
+import io.qvm.protocol.image.ControlProtocol;
+import io.qvm.protocol.image.KernelCommandLine;
+import io.qvm.protocol.util.Retry;
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HexFormat;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The host's end of the guest init's control port ({@link KernelCommandLine#CONTROL_PORT}, a
+ * virtio-serial port that only the init opens; the worker inside gVisor cannot reach it). One
+ * ASCII line each way, the words of {@link ControlProtocol} (docs/CONTRACTS.md):
+ *
+ * <pre>
+ *   host → init   restore &lt;epochSeconds&gt; &lt;token&gt; [&lt;seed&gt;]  set the wall clock, reseed the CRNG
+ *   init → host   restored &lt;token&gt; clock=&lt;s&gt; forks=&lt;n&gt; [reseeded=&lt;0|1&gt;]
+ *   host → init   ping &lt;token&gt;                        channel check
+ *   init → host   pong &lt;token&gt;
+ *   init → host   error &lt;token|-&gt; &lt;reason&gt;
+ * </pre>
+ *
+ * A reply is matched by its token (a fresh random one per command), so a line left on the port by
+ * an earlier session, or by the template the clone was restored from, is never taken for the
+ * answer. Lines are bounded ({@value #MAX_LINE} bytes: a longer one is dropped) and only the
+ * fixed shapes above are accepted.
+ */
+public final class GuestControl implements AutoCloseable {
+
+    /** Longest line read; longer ones are skipped to their end. */
+    static final int MAX_LINE = 256;
+
+    private static final Pattern RESTORED = ControlProtocol.restoredPattern();
+    private static final Pattern PONG = ControlProtocol.pongPattern();
+    private static final Pattern ERROR = ControlProtocol.errorPattern();
+    private static final SecureRandom TOKENS = new SecureRandom();
+    private static final Duration CONNECT_PAUSE = Duration.ofMillis(10);
+
+    private final SocketChannel channel;
+    private final BlockingQueue<String> lines = new LinkedBlockingQueue<>(64);
+    private final Thread reader;
+    private volatile boolean closed;
+
+    private GuestControl(SocketChannel channel, String name) {
+        this.channel = channel;
+        this.reader = new Thread(this::readLoop, "qvm-control-" + name);
+        this.reader.setDaemon(true);
+        this.reader.start();
+    }
+
+    /**
+     * What the init answered to {@code restore}.
+     *
+     * @param guestEpochSeconds the guest's wall clock right after it was set
+     * @param forks             how many times the guest kernel logged "crng reseeded due to
+     *                          virtual machine fork" (0: it did not reseed within the init's wait,
+     *                          or the machine has no vmgenid device)
+     * @param reseeded          whether the init reseeded the CRNG from the host's seed (false when
+     *                          none was sent, or from an init that does not say)
+     */
+    public record Restored(long guestEpochSeconds, int forks, boolean reseeded) {
+    }
+
+    /**
+     * Connects to QEMU's socket for the control port, retrying while it is absent or refuses
+     * (QEMU starting), until {@code timeout}; fails at once when {@code peerAlive} turns false.
+     */
+    public static GuestControl connect(Path socket, Duration timeout, BooleanSupplier peerAlive)
+            throws IOException, InterruptedException {
+        Objects.requireNonNull(socket, "socket");
+        Retry retry = Retry.until(timeout, CONNECT_PAUSE, CONNECT_PAUSE, peerAlive);
+        IOException last = null;
+        while (true) {
+            SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
+            try {
+                ch.connect(UnixDomainSocketAddress.of(socket));
+                return new GuestControl(ch, socket.getParent() == null ? "?" : socket.getParent().getFileName().toString());
+            } catch (IOException e) {
+                ch.close();
+                last = e;
+            }
+            if (!retry.peerAlive()) {
+                throw new IOException("QEMU exited before its control socket " + socket + " accepted a connection");
+            }
+            if (retry.expired()) {
+                throw new IOException("the control socket " + socket + " did not accept a connection within "
+                        + timeout.toMillis() + " ms: " + (last == null ? "" : last.getMessage()));
+            }
+            retry.pause("connecting to the control socket " + socket);
+        }
+    }
+
+    /**
+     * Sets the guest's wall clock to {@code now} (whole seconds, rounded to the nearest, so the
+     * guest is within half a second plus the command's transit), has the init reseed the guest
+     * kernel's CRNG from {@code seed} if given ({@value ControlProtocol#SEED_BYTES} bytes of the
+     * host's, never logged), and waits for the init's answer, which comes once that is done and
+     * the kernel's own vmgenid reseed, where the machine has one, came or was waited for.
+     *
+     * @throws IOException no matching answer within {@code timeout}, an error answer, or the port closed
+     */
+    public Restored restore(Instant now, Optional<byte[]> seed, Duration timeout) throws IOException,
+            InterruptedException {
+        long seconds = now.plusMillis(500).getEpochSecond();
+        String token = token();
+        String command = ControlProtocol.RESTORE + " " + seconds + " " + token;
+        if (seed.isPresent()) {
+            if (seed.get().length != ControlProtocol.SEED_BYTES) {
+                throw new IllegalArgumentException("a seed is " + ControlProtocol.SEED_BYTES + " bytes, not "
+                        + seed.get().length);
+            }
+            command += " " + HexFormat.of().formatHex(seed.get());
+        }
+        Matcher m = await(command, token, RESTORED, timeout);
+        return new Restored(Long.parseLong(m.group(2)), Integer.parseInt(m.group(3)), "1".equals(m.group(4)));
+    }
+
+    /** {@value ControlProtocol#SEED_BYTES} fresh bytes of the host's strong random generator, for {@link #restore}. */
+    public static byte[] freshSeed() {
+        byte[] b = new byte[ControlProtocol.SEED_BYTES];
+        TOKENS.nextBytes(b);
+        return b;
+    }
+
+    /** Sends {@code ping} and waits for the matching {@code pong}. */
+    public void ping(Duration timeout) throws IOException, InterruptedException {
+        String token = token();
+        await(ControlProtocol.PING + " " + token, token, PONG, timeout);
+    }
+
+    private Matcher await(String command, String token, Pattern reply, Duration timeout)
+            throws IOException, InterruptedException {
+        send(command);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            long left = deadline - System.nanoTime();
+            String line = left <= 0 ? null : lines.poll(left, TimeUnit.NANOSECONDS);
+            if (line == null) {
+                throw new IOException(closed ? "the guest's control port closed before it answered '" + verb(command)
+                        + "'" : "the guest init did not answer '" + verb(command) + "' within " + timeout.toMillis()
+                        + " ms");
+            }
+            Matcher m = reply.matcher(line);
+            if (m.matches() && m.group(1).equals(token)) {
+                return m;
+            }
+            Matcher e = ERROR.matcher(line);
+            // "error -" (a line without a readable token) may be stale noise: skipped like it
+            if (e.matches() && e.group(1).equals(token)) {
+                throw new IOException("the guest init refused '" + verb(command) + "': " + e.group(2));
+            }
+            // anything else: a stale answer or noise, skipped
+        }
+    }
+
+    private static String verb(String command) {
+        return command.substring(0, command.indexOf(' '));
+    }
+
+    private void send(String line) throws IOException {
+        ByteBuffer b = ByteBuffer.wrap((line + "\n").getBytes(StandardCharsets.US_ASCII));
+        synchronized (channel) {
+            while (b.hasRemaining()) {
+                channel.write(b);
+            }
+        }
+    }
+
+    private void readLoop() {
+        ByteBuffer buf = ByteBuffer.allocate(4096);
+        byte[] line = new byte[MAX_LINE];
+        int len = 0;
+        boolean overlong = false;
+        try {
+            while (channel.read(buf.clear()) >= 0) {
+                buf.flip();
+                while (buf.hasRemaining()) {
+                    byte c = buf.get();
+                    if (c == '\n') {
+                        if (!overlong) {
+                            String s = new String(line, 0, len, StandardCharsets.US_ASCII).strip();
+                            if (!s.isEmpty() && !lines.offer(s)) {
+                                lines.poll(); // keep the newest: a flood cannot grow this queue
+                                lines.offer(s);
+                            }
+                        }
+                        len = 0;
+                        overlong = false;
+                    } else if (len < MAX_LINE) {
+                        line[len++] = c;
+                    } else {
+                        overlong = true;
+                    }
+                }
+            }
+        } catch (IOException e) {
+            // closed, or QEMU went away
+        } finally {
+            closed = true;
+        }
+    }
+
+    private static String token() {
+        byte[] b = new byte[8];
+        TOKENS.nextBytes(b);
+        return HexFormat.of().formatHex(b);
+    }
+
+    /** Whether the connection is gone. */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // nothing to release beyond the descriptor
+        }
+    }
+}

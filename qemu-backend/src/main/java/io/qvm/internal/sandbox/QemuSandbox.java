@@ -1,0 +1,426 @@
+package io.qvm.internal.sandbox;
+
+import io.qvm.protocol.ErrorCode;
+import io.qvm.protocol.Messages;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.qvm.BootReport;
+import io.qvm.RenderFailedException;
+import io.qvm.SandboxLostException;
+import io.qvm.Sandbox;
+import io.qvm.SandboxConfig;
+import io.qvm.SandboxException;
+import io.qvm.internal.process.QemuProcess;
+import io.qvm.internal.process.SandboxState;
+import io.qvm.internal.process.SocketPaths;
+import io.qvm.internal.process.StopLadder;
+import io.qvm.internal.process.StopReport;
+import io.qvm.internal.qmp.QmpClient;
+import io.qvm.protocol.Frame;
+import io.qvm.protocol.FrameKind;
+import io.qvm.protocol.FrameTooLargeException;
+import io.qvm.protocol.Limits;
+import io.qvm.protocol.RenderRequest;
+import io.qvm.protocol.RenderResult;
+import io.qvm.transport.SandboxTransport;
+import io.qvm.transport.TransportException;
+import io.qvm.transport.WorkerErrorException;
+import io.qvm.protocol.WorkerStatus;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+
+/**
+ * The {@link Sandbox} of {@code QemuVmBackend}: owns one QEMU process, its QMP connection, the
+ * worker transport, the console watcher and the sandbox's state and socket directories, and
+ * releases all of them on {@link #close()}.
+ *
+ * <p>Stopping climbs a ladder: GOODBYE to the worker (it exits, the guest init powers off and
+ * QEMU exits by itself), then QMP {@code quit}, then SIGTERM, then SIGKILL — each rung with its
+ * deadline. After a request timeout the GOODBYE rung is skipped: the worker is busy.
+ *
+ * <p>The worker is trusted with nothing: a render result is checked against its own header, the
+ * request and the {@link Limits} the sandbox was opened with before it is returned
+ * ({@link Messages#renderResult(Frame, RenderRequest, Limits)}), and an answer that breaks the
+ * protocol stops the sandbox with {@link SandboxLostException.Reason#PROTOCOL_VIOLATION}. So does
+ * anything else the worker sends after READY: the transport reports it as an event, the moment it
+ * is decoded (its {@link SandboxTransport#closed()} fails with reason
+ * {@link TransportException.Reason#PROTOCOL_VIOLATION}, or {@code FRAME_STALLED}), and the sandbox
+ * stops its VM then, with or without a request in flight; the next request says why.
+ */
+public final class QemuSandbox implements Sandbox {
+
+    private static final System.Logger LOG = System.getLogger(QemuSandbox.class.getName());
+
+    private final String id;
+    private final SandboxConfig config;
+    private final Limits limits;
+    private final BootReport bootReport;
+    private final QemuProcess qemu;
+    private final QmpClient qmp;
+    private final SandboxTransport transport;
+    private final SandboxState state;
+    private final SocketPaths sockets;
+    private final GuestWatcher console;
+    private final List<AutoCloseable> extras;
+    private final Consumer<QemuSandbox> onClosed;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final CompletableFuture<Void> exit = new CompletableFuture<>();
+    private final Object requestLock = new Object();
+    /**
+     * The console's size when the current request began: a request's failure carries only what
+     * the guest printed since, so no earlier document's output reaches this caller.
+     */
+    private volatile long requestConsoleMark;
+    private volatile StopReport stopReport;
+    /** Why the worker lost this sandbox by breaking the protocol, once it did (guarded by itself for writes). */
+    private final Object lossLock = new Object();
+    private volatile SandboxLostException lost;
+
+    /**
+     * Everything a started sandbox owns; the backend builds it once the handshake succeeded.
+     * {@code limits} are the ones its HELLO carried: the worker's answers are held to them.
+     */
+    public record Parts(String id, SandboxConfig config, Limits limits, BootReport bootReport, QemuProcess qemu,
+            QmpClient qmp, SandboxTransport transport, SandboxState state, SocketPaths sockets, GuestWatcher console,
+            List<AutoCloseable> extras) {
+    }
+
+    public QemuSandbox(Parts p, Consumer<QemuSandbox> onClosed) {
+        this.id = p.id();
+        this.config = p.config();
+        this.limits = p.limits();
+        this.bootReport = p.bootReport();
+        this.qemu = p.qemu();
+        this.qmp = p.qmp();
+        this.transport = p.transport();
+        this.state = p.state();
+        this.sockets = p.sockets();
+        this.console = p.console();
+        this.extras = List.copyOf(p.extras());
+        this.onClosed = onClosed;
+        // Last, once every field is set: it may run at once (a violation right after READY).
+        transport.closed().whenComplete((v, err) -> {
+            if (brokeTheProtocol(err)) {
+                Thread t = new Thread(() -> lose(err.getMessage(), err),
+                        "qvm-" + id + "-violation");
+                t.setDaemon(true);
+                t.start(); // stopping waits for QEMU: not on the transport's I/O thread
+            }
+        });
+    }
+
+    /** Whether the transport was dropped for something the worker sent (not a plain connection loss). */
+    private static boolean brokeTheProtocol(Throwable err) {
+        return err instanceof TransportException t && (t.reason() == TransportException.Reason.PROTOCOL_VIOLATION
+                || t.reason() == TransportException.Reason.FRAME_STALLED);
+    }
+
+    @Override
+    public String id() {
+        return id;
+    }
+
+    @Override
+    public SandboxConfig config() {
+        return config;
+    }
+
+    @Override
+    public BootReport bootReport() {
+        return bootReport;
+    }
+
+    /** The QEMU process id. */
+    public long pid() {
+        return qemu.pid();
+    }
+
+    @Override
+    public byte[] echo(byte[] payload) {
+        return call(Frame.of(FrameKind.ECHO, 0, payload), "echo").body();
+    }
+
+    @Override
+    public WorkerStatus status() {
+        Frame reply = call(Frame.of(FrameKind.STATUS, 0, (ObjectNode) null), "status");
+        try {
+            return Messages.workerStatus(reply);
+        } catch (IllegalArgumentException e) {
+            throw violation("status", e.getMessage(), e);
+        }
+    }
+
+    /**
+     * One STATUS request on a transport that completed its handshake (used while a clone proves
+     * itself, before it is a sandbox).
+     */
+    public static WorkerStatus status(SandboxTransport transport, Duration timeout)
+            throws InterruptedException, ExecutionException, TimeoutException {
+        Frame reply = transport.request(Frame.of(FrameKind.STATUS, 0, (ObjectNode) null))
+                .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        try {
+            return Messages.workerStatus(reply);
+        } catch (IllegalArgumentException e) {
+            throw new SandboxException("the worker's status is malformed: " + e.getMessage());
+        }
+    }
+
+    @Override
+    public RenderResult render(RenderRequest request) {
+        Frame reply = call(Messages.toFrame(request, 0), "render");
+        try {
+            return Messages.renderResult(reply, request, limits);
+        } catch (IllegalArgumentException e) {
+            throw violation("render", e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Sends one request and waits for its answer within the request deadline, mapping every way it
+     * can end to a typed exception. Package-visible so the CLI's relay can forward raw frames.
+     */
+    public Frame call(Frame request, String what) {
+        ensureOpen();
+        synchronized (requestLock) {
+            ensureOpen();
+            if (request.body().length > limits.maxRequestBytes()) {
+                throw new RenderFailedException(ErrorCode.TOO_LARGE, "the " + what + " request of " + request.body().length
+                        + " bytes is above the limit of " + limits.maxRequestBytes() + " bytes; nothing was sent"
+                        + " (limits come from SandboxConfig.maxRequestBytes)");
+            }
+            console.poll();
+            if (console.overflow().isPresent()) {
+                throw overflowed(what, null); // stopped while idle: nothing is sent to what is left of it
+            }
+            requestConsoleMark = qemu.consoleBytes(); // this request's evidence starts here
+            CompletableFuture<Frame> reply = transport.request(request);
+            Throwable refused = reply.isCompletedExceptionally() ? reply.handle((f, err) -> err).getNow(null) : null;
+            if (refused instanceof FrameTooLargeException big) {
+                // Refused by this side's own check before anything was written (a header above the
+                // frame limit): the caller's request, not the worker's doing.
+                throw new RenderFailedException(ErrorCode.TOO_LARGE, "the " + what + " request could not be sent: "
+                        + big.getMessage() + "; nothing was sent");
+            }
+            if (brokeTheProtocol(refused)) { // while idle, and the event's own stop has not come this far yet
+                throw lose("the worker broke the protocol before the " + what + " request, which was not sent ("
+                        + refused.getMessage() + ")", refused);
+            }
+            Duration deadline = config.requestTimeout();
+            try {
+                return reply.get(deadline.toNanos(), TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                reply.cancel(false);
+                String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
+                String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
+                stop(false);
+                throw new SandboxLostException(SandboxLostException.Reason.DEADLINE_EXCEEDED, "TIMEOUT: the " + what + " request overran the request deadline of "
+                        + deadline.toMillis() + " ms; sandbox " + id + " was stopped. Start a fresh sandbox for the "
+                        + "next request (or raise SandboxConfig.requestTimeout).", null, consoleTail, stderrTail,
+                        console.workerExitStatus().orElse(null));
+            } catch (ExecutionException e) {
+                throw mapFailure(e.getCause(), what);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new SandboxException("interrupted while waiting for the " + what + " reply of sandbox " + id, e);
+            }
+        }
+    }
+
+    private SandboxException mapFailure(Throwable cause, String what) {
+        if (cause instanceof WorkerErrorException w) {
+            return new RenderFailedException(w.code(), w.reply().message());
+        }
+        if (brokeTheProtocol(cause)) { // the transport's event: the listener may be stopping the sandbox already
+            return violation(what, cause.getMessage(), cause);
+        }
+        // The connection is gone: QEMU died, or the worker ended (the guest then powers off).
+        qemu.onExit().completeOnTimeout(null, 5, TimeUnit.SECONDS).join();
+        console.poll();
+        String how = qemu.exitInfo().map(x -> "QEMU " + x.describe()).orElse("QEMU still running");
+        String worker = console.workerExitStatus().map(s -> "; the worker exited with status " + s
+                + (s == 3 ? " (out of memory: raise SandboxConfig.memoryMib or lower the document's size)" : ""))
+                .orElse("");
+        if (console.overflow().isPresent()) {
+            return overflowed(what, cause);
+        }
+        worker += JvmCrashReport.clause(state.consoleLog());
+        String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
+        String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
+        stop(false);
+        return new SandboxLostException(SandboxLostException.Reason.CRASHED, "sandbox " + id + " died during the " + what + " request (" + how + worker
+                + "): " + cause.getMessage(), cause, consoleTail, stderrTail, console.workerExitStatus().orElse(null));
+    }
+
+    /**
+     * The worker's answer to a request broke the protocol: stops the sandbox without a GOODBYE
+     * (its worker is not to be trusted with one) and returns the failure that says so.
+     */
+    private SandboxLostException violation(String what, String problem, Throwable cause) {
+        return lose("the worker's answer to the " + what + " request breaks the protocol (" + problem + ")", cause);
+    }
+
+    /**
+     * The one way a sandbox is lost to a protocol violation, from a request's thread or from the
+     * transport's event: the first caller keeps the evidence (the console and stderr tails, read
+     * before the VM is stopped) and stops the VM; every caller gets that first failure.
+     */
+    private SandboxLostException lose(String problem, Throwable cause) {
+        synchronized (lossLock) {
+            if (lost == null) {
+                String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
+                String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
+                lost = new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id + ": "
+                        + problem + "; the sandbox was stopped and nothing of the answer is passed on. Its worker is"
+                        + " not to be trusted: the document may have compromised it", cause, consoleTail, stderrTail,
+                        console.workerExitStatus().orElse(null));
+            }
+        }
+        stop(false);
+        return lost;
+    }
+
+    /**
+     * The guest wrote past the cap of its console or its events file, and the watcher killed QEMU
+     * (whether a request was in flight or not): stops what is left of the sandbox and says so, as
+     * a {@link SandboxLostException.Reason#PROTOCOL_VIOLATION} — only a guest whose init or kernel
+     * is no longer the image's writes that much, so the document is not to be retried.
+     */
+    private SandboxLostException overflowed(String what, Throwable cause) {
+        qemu.onExit().completeOnTimeout(null, 5, TimeUnit.SECONDS).join();
+        String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
+        String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
+        stop(false);
+        return new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id + " was lost"
+                + " before the " + what + " request could be answered: " + console.overflow().orElseThrow() + ", so"
+                + " the host stopped the VM. A guest that writes this much does not follow the contract (its init or"
+                + " kernel was most likely taken over, by this document or an earlier one in the same sandbox): do"
+                + " not retry the document; start a fresh sandbox for the next one", cause, consoleTail, stderrTail,
+                console.workerExitStatus().orElse(null));
+    }
+
+    private void ensureOpen() {
+        SandboxLostException why = lost;
+        if (why != null) {
+            throw new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id
+                    + " is closed: " + why.getMessage() + "; start a new one", why);
+        }
+        if (closed.get() && console.overflow().isPresent()) {
+            throw new SandboxLostException(SandboxLostException.Reason.PROTOCOL_VIOLATION, "sandbox " + id
+                    + " is closed: " + console.overflow().get() + ", so the host stopped the VM; start a new one");
+        }
+        if (closed.get()) {
+            throw new SandboxLostException(SandboxLostException.Reason.CRASHED, "sandbox " + id + " is closed" + qemu.exitInfo()
+                    .map(x -> " (QEMU " + x.describe() + ")").orElse("") + "; start a new one");
+        }
+    }
+
+    @Override
+    public boolean isAlive() {
+        return !closed.get() && qemu.isAlive() && !transport.closed().isDone();
+    }
+
+    @Override
+    public CompletableFuture<Void> onExit() {
+        return exit;
+    }
+
+    @Override
+    public Path consoleLog() {
+        return state.consoleLog();
+    }
+
+    @Override
+    public Path stderrLog() {
+        return state.stderrLog();
+    }
+
+    @Override
+    public Path stateDir() {
+        return state.dir();
+    }
+
+    @Override
+    public void close() {
+        stop(true);
+    }
+
+    /**
+     * Stops the VM without a word to the worker: QMP {@code quit}, then signals. For a VM that
+     * must not run on (a saved template) or whose worker is not to be trusted with a GOODBYE.
+     */
+    public void discard() {
+        stop(false);
+    }
+
+    /** How the sandbox was stopped (which rung of the ladder ended QEMU), once it was. */
+    public java.util.Optional<StopReport> stopReport() {
+        return java.util.Optional.ofNullable(stopReport);
+    }
+
+    /** Stops QEMU (gracefully if asked and possible) and releases everything. Idempotent. */
+    StopReport stop(boolean graceful) {
+        if (!closed.compareAndSet(false, true)) {
+            exit.join();
+            return null;
+        }
+        StopReport report = null;
+        try {
+            StopLadder.Builder ladder = StopLadder.builder();
+            if (graceful && !transport.closed().isDone()) {
+                ladder.step("goodbye", () -> transport.request(new Frame(FrameKind.GOODBYE, 0, (ObjectNode) null, null))
+                        .get(5, TimeUnit.SECONDS), Duration.ofSeconds(15));
+            }
+            ladder.step("quit", () -> qmp.quit(Duration.ofSeconds(2)), Duration.ofSeconds(5))
+                    .terminate(Duration.ofSeconds(5))
+                    .kill(Duration.ofSeconds(10));
+            report = qemu.stop(ladder.build());
+            stopReport = report;
+            LOG.log(System.Logger.Level.DEBUG, "sandbox " + id + " stopped: " + report);
+        } finally {
+            release();
+        }
+        return report;
+    }
+
+    private void release() {
+        List<Throwable> problems = new ArrayList<>();
+        for (AutoCloseable c : List.<AutoCloseable>of(transport::close, qmp::close, console::close, qemu::close)) {
+            closeQuietly(c, problems);
+        }
+        extras.forEach(c -> closeQuietly(c, problems));
+        try {
+            state.delete();
+        } catch (IOException e) {
+            problems.add(e);
+        }
+        try {
+            sockets.deleteDirectory();
+        } catch (IOException e) {
+            problems.add(e);
+        }
+        problems.forEach(p -> LOG.log(System.Logger.Level.WARNING, "sandbox " + id + ": cleanup: " + p));
+        onClosed.accept(this);
+        exit.complete(null);
+    }
+
+    private static void closeQuietly(AutoCloseable c, List<Throwable> problems) {
+        try {
+            c.close();
+        } catch (Exception e) {
+            problems.add(e);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "QemuSandbox[" + id + " pid=" + qemu.pid() + (closed.get() ? " closed" : "") + "]";
+    }
+}
