@@ -1,5 +1,7 @@
 package io.qvm.internal.image;
 
+import io.qvm.ImageFetchException;
+import io.qvm.ImageNotFoundException;
 import io.qvm.HostSetupException;
 import io.qvm.internal.host.QvmEnvironment;
 import io.qvm.internal.host.QvmVersion;
@@ -88,6 +90,12 @@ public final class ImageResolver {
         @Override
         public String toString() {
             return source.label() + (location.isEmpty() ? "" : " " + location) + ": " + found;
+        }
+
+        /** As {@link ImageNotFoundException#searched()} gives them to a caller. */
+        static List<ImageNotFoundException.SearchedPlace> toPublic(List<Place> places) {
+            return places.stream().map(p -> new ImageNotFoundException.SearchedPlace(p.source().label(), p.location(),
+                    p.found())).toList();
         }
     }
 
@@ -269,7 +277,7 @@ public final class ImageResolver {
             searched.add(new Place(source, dir.toString(), "no such directory"));
             String unset = source == Source.ENVIRONMENT ? ": unset it to let the backend search the user cache and the "
                     + "local Maven repository" : "";
-            throw new ImageNotFoundException(arch, searched, "no guest image for " + arch.qemuName() + " at " + dir
+            throw new ImageNotFoundException(arch, Place.toPublic(searched), "no guest image for " + arch.qemuName() + " at " + dir
                     + " (" + source.label() + " is set, so it is the only place searched" + unset + "). " + fix);
         }
         return new Resolved(source, GuestImage.verify(dir, arch, fix), Optional.empty());
@@ -288,7 +296,7 @@ public final class ImageResolver {
                 .append(" --out ").append(env.userImageRoot()).append("; or point ").append(QvmEnvironment.IMAGE_DIR)
                 .append(" at an image root; or, with a released backend (whose jar pins its image), set $")
                 .append(RemoteImageRepository.ENV).append(" to the Maven repository the release was deployed to.");
-        return new ImageNotFoundException(arch, searched, m.toString());
+        return new ImageNotFoundException(arch, Place.toPublic(searched), m.toString());
     }
 
     /** Builder for {@link ImageResolver}; every default is this process's. */

@@ -1,5 +1,6 @@
 package io.qvm.internal.image;
 
+import io.qvm.ImageFetchException;
 import io.qvm.internal.host.QvmEnvironment;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.util.PrivateDirectory;

@@ -1,5 +1,6 @@
 package io.qvm.internal.image;
 
+import io.qvm.ImageNotFoundException;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -140,13 +141,13 @@ class ImageResolverTest {
         ImageNotFoundException e = assertThrows(ImageNotFoundException.class,
                 () -> resolver(true).imageDir(explicit).build().resolve(Arch.X86_64));
         assertEquals(HostSetupException.Problem.IMAGE_INVALID, e.problem());
-        assertEquals(List.of(Source.EXPLICIT), e.searched().stream().map(ImageResolver.Place::source).toList());
+        assertEquals(labels(Source.EXPLICIT), e.searched().stream().map(ImageNotFoundException.SearchedPlace::place).toList());
         assertEquals("no guest image for x86_64 at " + explicit.resolve("x86_64") + " (the backend's image directory is "
                 + "set, so it is the only place searched). Build it with: ./qvm image build --arch x86_64 --out "
                 + explicit, e.getMessage());
 
         e = assertThrows(ImageNotFoundException.class, () -> resolver(true).build().resolve(Arch.X86_64));
-        assertEquals(List.of(Source.EXPLICIT, Source.ENVIRONMENT), e.searched().stream().map(ImageResolver.Place::source)
+        assertEquals(labels(Source.EXPLICIT, Source.ENVIRONMENT), e.searched().stream().map(ImageNotFoundException.SearchedPlace::place)
                 .toList());
         assertTrue(e.getMessage().contains("$QVM_IMAGE_DIR is set, so it is the only place searched: unset it to let "
                 + "the backend search the user cache and the local Maven repository"), e.getMessage());
@@ -157,9 +158,9 @@ class ImageResolverTest {
         ImageNotFoundException e = assertThrows(ImageNotFoundException.class,
                 () -> resolver(false).build().resolve(Arch.AARCH64));
         assertEquals(Arch.AARCH64, e.arch());
-        assertEquals(List.of(Source.EXPLICIT, Source.ENVIRONMENT, Source.USER_CACHE, Source.MAVEN_REPOSITORY,
+        assertEquals(labels(Source.EXPLICIT, Source.ENVIRONMENT, Source.USER_CACHE, Source.MAVEN_REPOSITORY,
                 Source.REMOTE_REPOSITORY),
-                e.searched().stream().map(ImageResolver.Place::source).toList());
+                e.searched().stream().map(ImageNotFoundException.SearchedPlace::place).toList());
         Path zip = repo.resolve("io/qvm/qvm-image/1.2.3/qvm-image-1.2.3-aarch64.zip");
         assertEquals("no guest image for aarch64 in any place the backend looks; searched, in order:\n"
                 + "  1. the backend's image directory: not given\n"
@@ -274,5 +275,9 @@ class ImageResolverTest {
                 Files.delete(p);
             }
         }
+    }
+
+    private static List<String> labels(Source... sources) {
+        return java.util.Arrays.stream(sources).map(Source::label).toList();
     }
 }

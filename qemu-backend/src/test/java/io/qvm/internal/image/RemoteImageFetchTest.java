@@ -1,12 +1,13 @@
 package io.qvm.internal.image;
 
+import io.qvm.ImageFetchException;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.qvm.HostSetupException;
 import io.qvm.internal.host.QvmEnvironment;
-import io.qvm.internal.image.ImageFetchException.Reason;
+import io.qvm.ImageFetchException.Reason;
 import io.qvm.internal.image.ImageResolver.Source;
 import io.qvm.protocol.image.Arch;
 import io.qvm.protocol.image.ImageDirectory;

@@ -1,10 +1,9 @@
-package io.qvm.internal.image;
+package io.qvm;
 
-import io.qvm.HostSetupException;
 import java.util.Objects;
 
 /**
- * The image could not be fetched from the remote repository ({@value RemoteImageRepository#ENV}),
+ * The image could not be fetched from the remote image repository ({@code $QVM_IMAGE_REPOSITORY}),
  * or what was fetched is not what this backend pins. A {@link HostSetupException} with
  * {@code IMAGE_INVALID} like every image problem (a server reports the host unfit); {@link #reason()}
  * says which of the three cases it is, the message names the URL and what to do. Nothing fetched
@@ -28,7 +27,7 @@ public final class ImageFetchException extends HostSetupException {
 
     private final Reason reason;
 
-    ImageFetchException(Reason reason, String message, Throwable cause) {
+    public ImageFetchException(Reason reason, String message, Throwable cause) {
         super(Problem.IMAGE_INVALID, message, cause);
         this.reason = Objects.requireNonNull(reason, "reason");
     }
