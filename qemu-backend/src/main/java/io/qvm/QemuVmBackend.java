@@ -157,7 +157,7 @@ public final class QemuVmBackend implements SandboxBackend {
 
     /** What an operator's tool may ask of this backend: its host, image, templates, reaping. */
     public BackendAdmin admin() {
-        return new QemuBackendAdmin(this);
+        return new QemuBackendAdmin(planner, templates, this::buildTemplate, this::reap, startupReap);
     }
 
     /** Sandboxes started by this backend and not closed yet. */

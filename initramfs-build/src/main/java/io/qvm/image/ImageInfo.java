@@ -43,7 +43,7 @@ public record ImageInfo(Path dir, ImageManifest manifest, List<String> problems)
     /** Reads {@code <out>/<arch>/} and checks it with {@link ImageDirectory#verify}. */
     public static ImageInfo read(Path outDir, Arch arch) {
         Path dir = outDir.resolve(arch.id());
-        Path manifestFile = dir.resolve(ImageBuilder.MANIFEST);
+        Path manifestFile = dir.resolve(ImageDirectory.MANIFEST);
         if (!Files.isRegularFile(manifestFile)) {
             throw new ImageException("no image for " + arch + " in " + dir + ": build it with "
                     + "./qvm image build --arch " + arch.id());

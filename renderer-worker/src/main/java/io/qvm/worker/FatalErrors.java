@@ -33,8 +33,21 @@ public final class FatalErrors {
 
     /** Halts on an {@link OutOfMemoryError} anywhere in {@code t}'s cause chain; returns otherwise. */
     public static void haltIfOutOfMemory(Throwable t) {
-        if (MemoryGuard.outOfMemory(t) != null) {
+        if (findOutOfMemory(t) != null) {
             outOfMemory();
         }
+    }
+
+    /** The {@link OutOfMemoryError} in {@code t}'s cause chain, or null. */
+    static OutOfMemoryError findOutOfMemory(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof OutOfMemoryError oom) {
+                return oom;
+            }
+            if (c.getCause() == c) {
+                break;
+            }
+        }
+        return null;
     }
 }

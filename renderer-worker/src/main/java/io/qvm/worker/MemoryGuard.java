@@ -39,17 +39,9 @@ final class MemoryGuard {
         return CAUGHT.get();
     }
 
-    /** The {@link OutOfMemoryError} in {@code t}'s cause chain, or null. */
+    /** The {@link OutOfMemoryError} in {@code t}'s cause chain, or null ({@link FatalErrors#findOutOfMemory}). */
     static OutOfMemoryError outOfMemory(Throwable t) {
-        for (Throwable c = t; c != null; c = c.getCause()) {
-            if (c instanceof OutOfMemoryError oom) {
-                return oom;
-            }
-            if (c.getCause() == c) {
-                break;
-            }
-        }
-        return null;
+        return FatalErrors.findOutOfMemory(t);
     }
 
     /** Rethrows the {@link OutOfMemoryError} a library wrapped into {@code e}, if there is one. */

@@ -74,7 +74,9 @@ import java.util.stream.Stream;
  * scripted {@link SandboxLostException} ends its sandbox, as a real loss does; a sandbox is closed
  * by its {@link #close() backend}. What is not: time (a render takes what it takes here, no boot,
  * no restore), memory (no VM's limit: a document that exhausts the worker's heap exhausts your
- * test's), and isolation.
+ * test's, and where the heap does not recover the worker's renderer halts the JVM with status 3,
+ * here your test's JVM, as it halts the worker's in a sandbox), and isolation. Test the loss of a
+ * sandbox with {@link #outOfMemory()} and {@link #sandboxLost}, never with a real memory bomb.
  *
  * <p>Thread-safe. Scripted failures are used in the order they were given, by whichever start or
  * render comes next, on any sandbox.
