@@ -87,6 +87,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *                        the file flood-now appears next to the launcher ({@link FakeQemuHost#floodNow})
  *  forks=N               a restored guest kernel logged N vmgenid reseeds (default 1; 0: none came)
  *  reseeded=0            the init could not reseed the CRNG from the host's seed (default 1)
+ *  migrateMillis=N       an outgoing migration (a template's save) takes N ms
+ *  setclock=silent       the init never answers {@code setclock} (a guest that does not come back from a pause)
  * </pre>
  */
 public final class FakeQemu {
@@ -108,6 +110,50 @@ public final class FakeQemu {
     private volatile String runState;
     private final AtomicReference<String> migration = new AtomicReference<>("none");
     private volatile boolean exiting;
+    /**
+     * The guest's wall clock, as a real guest's behaves: it stands still while the VM is stopped
+     * (QMP {@code stop} .. {@code cont}) and is set by the init's {@code setclock}/{@code restore}.
+     */
+    private final Object clock = new Object();
+    private long clockOffsetMillis;
+    private long stoppedSinceMillis = -1;
+
+    /** The guest's wall clock now (epoch milliseconds). */
+    private long guestMillis() {
+        synchronized (clock) {
+            long now = System.currentTimeMillis();
+            return (stoppedSinceMillis >= 0 ? stoppedSinceMillis : now) + clockOffsetMillis;
+        }
+    }
+
+    private void setGuestClock(long epochSeconds) {
+        synchronized (clock) {
+            long base = stoppedSinceMillis >= 0 ? stoppedSinceMillis : System.currentTimeMillis();
+            clockOffsetMillis = epochSeconds * 1000 - base;
+        }
+    }
+
+    private void vmStopped(boolean stopped) {
+        synchronized (clock) {
+            long now = System.currentTimeMillis();
+            if (stopped && stoppedSinceMillis < 0) {
+                stoppedSinceMillis = now;
+            } else if (!stopped && stoppedSinceMillis >= 0) {
+                clockOffsetMillis -= now - stoppedSinceMillis; // the time it stood still is lost
+                stoppedSinceMillis = -1;
+            }
+        }
+    }
+
+    /** One line of what the host did to this VM, in order ({@code vm.log} next to the launcher). */
+    private void log(String what) {
+        try {
+            Files.writeString(dir.resolve("vm.log"), what + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+                    StandardOpenOption.APPEND);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
 
     private FakeQemu(Path dir, List<String> argv) throws IOException {
         this.dir = dir;
@@ -224,6 +270,7 @@ public final class FakeQemu {
             script.onConnect(FakeWorker.garbage(Integer.parseInt(stale), 11));
         }
         String lag = scenario.getProperty("clockLagMillis");
+        script.clock(this::guestMillis);
         if (lag != null && incoming) {
             long lagMillis = Long.parseLong(lag);
             long settle = Long.parseLong(scenario.getProperty("clockSettleMillis", String.valueOf(Long.MAX_VALUE / 4)));
@@ -407,6 +454,13 @@ public final class FakeQemu {
         String line;
         while ((line = in.readLine()) != null) {
             String[] w = line.split(" ");
+            log("control " + w[0]);
+            if (w[0].equals(ControlProtocol.SET_CLOCK) && "silent".equals(scenario.getProperty("setclock"))) {
+                continue;
+            }
+            if ((w[0].equals(ControlProtocol.RESTORE) || w[0].equals(ControlProtocol.SET_CLOCK)) && w.length >= 3) {
+                setGuestClock(Long.parseLong(w[1]));
+            }
             if (w[0].equals(ControlProtocol.RESTORE) && w.length == 4) {
                 Files.writeString(dir.resolve("seeds"), w[3] + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
                         StandardOpenOption.APPEND);
@@ -417,6 +471,8 @@ public final class FakeQemu {
                 case ControlProtocol.RESTORE -> ControlProtocol.RESTORED + " " + w[2] + " " + ControlProtocol.CLOCK + w[1]
                         + " " + ControlProtocol.FORKS + scenario.getProperty("forks", "1") + " "
                         + ControlProtocol.RESEEDED + (w.length == 4 ? scenario.getProperty("reseeded", "1") : "0");
+                case ControlProtocol.SET_CLOCK -> ControlProtocol.CLOCK_SET + " " + w[2] + " " + ControlProtocol.CLOCK
+                        + guestMillis() / 1000;
                 case ControlProtocol.PING -> ControlProtocol.PONG + " " + w[1];
                 default -> "unknown " + w[0];
             };
@@ -441,6 +497,7 @@ public final class FakeQemu {
         while ((line = in.readLine()) != null) {
             JsonNode cmd = JSON.readTree(line);
             String name = cmd.path("execute").asText();
+            log("qmp " + name);
             ObjectNode reply = JSON.createObjectNode();
             if (cmd.has("id")) {
                 reply.set("id", cmd.get("id"));
@@ -451,8 +508,14 @@ public final class FakeQemu {
                     ret.put("status", runState);
                     ret.put("running", runState.equals("running"));
                 }
-                case "cont" -> runState = "running";
-                case "stop" -> runState = "paused";
+                case "cont" -> {
+                    runState = "running";
+                    vmStopped(false);
+                }
+                case "stop" -> {
+                    runState = "paused";
+                    vmStopped(true);
+                }
                 case "query-migrate" -> ret.put("status", migration.get());
                 case "migrate" -> migrateOut(uri(cmd));
                 case "migrate-incoming" -> migrateIn(cmd.path("arguments").path("uri").asText());
@@ -486,12 +549,16 @@ public final class FakeQemu {
         migration.set("active");
         Thread t = new Thread(() -> {
             try (SocketChannel ch = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
+                Thread.sleep(Long.parseLong(scenario.getProperty("migrateMillis", "0")));
                 byte[] state = ("QEVM fake device state of " + pidFile + "\n").repeat(64).getBytes(StandardCharsets.UTF_8);
                 ch.write(ByteBuffer.wrap(state));
                 migration.set("completed");
                 runState = "postmigrate";
             } catch (IOException e) {
                 migration.set("failed");
+            } catch (InterruptedException e) {
+                migration.set("failed");
+                Thread.currentThread().interrupt();
             }
         }, "fake-qemu-migrate");
         t.setDaemon(true);

@@ -84,6 +84,12 @@ public final class FakeQemuHost {
         return Files.exists(f) ? Files.readAllLines(f) : java.util.List.of();
     }
 
+    /** What the host did to the fake VMs, in order: {@code qmp <command>} and {@code control <verb>} lines. */
+    public java.util.List<String> vmLog() throws IOException {
+        Path f = root.resolve("vm.log");
+        return Files.exists(f) ? Files.readAllLines(f) : java.util.List.of();
+    }
+
     /** How many sandboxes the fake QEMU has played so far. */
     public int boots() throws IOException {
         Path counter = root.resolve("boots");

@@ -29,6 +29,7 @@ class SandboxConfigTest {
         assertEquals(1000, c.maxPages());
         assertEquals(RunscPlatform.SYSTRAP, c.runscPlatform());
         assertEquals(64, c.guestTmpMib());
+        assertEquals(Duration.ofSeconds(1), c.idlePause());
         assertEquals(SandboxConfig.builder().build(), c);
     }
 
@@ -59,8 +60,11 @@ class SandboxConfigTest {
         SandboxConfig c = SandboxConfig.builder().vcpus(3).memoryMib(2048).bootTimeout(Duration.ofSeconds(5))
                 .requestTimeout(Duration.ofMillis(250)).accelerator(Accelerator.TCG)
                 .transport(TransportPreference.SERIAL).maxRequestBytes(4096).maxResponseBytes(8192).maxPixels(1000)
-                .maxSide(100).maxPages(7).runscPlatform(RunscPlatform.PTRACE).guestTmpMib(128).build();
+                .maxSide(100).maxPages(7).runscPlatform(RunscPlatform.PTRACE).guestTmpMib(128)
+                .idlePause(Duration.ofSeconds(7)).build();
         assertEquals(c, c.newBuilder().build());
+        assertEquals(Duration.ofSeconds(7), c.newBuilder().build().idlePause());
+        assertNotEquals(c, c.newBuilder().idlePause(Duration.ZERO).build());
         assertEquals(c.hashCode(), c.newBuilder().build().hashCode());
         assertNotEquals(c, c.newBuilder().maxPages(8).build());
         assertTrue(c.toString().contains("runscPlatform=PTRACE"));
@@ -91,6 +95,16 @@ class SandboxConfigTest {
         bounds("requestTimeout", "100 ms..30 min", b -> b.requestTimeout(Duration.ofMillis(100)),
                 b -> b.requestTimeout(Duration.ofMinutes(30)), b -> b.requestTimeout(Duration.ofMillis(99)),
                 b -> b.requestTimeout(Duration.ofMinutes(31)), "PT0.099S", "PT31M");
+    }
+
+    @Test
+    void idlePauseBounds() {
+        bounds("idlePause", "100 ms..60 min", b -> b.idlePause(Duration.ofMillis(100)),
+                b -> b.idlePause(Duration.ofHours(1)), b -> b.idlePause(Duration.ofMillis(99)),
+                b -> b.idlePause(Duration.ofHours(1).plusMillis(1)), "PT0.099S", "PT1H0.001S");
+        assertEquals(Duration.ZERO, SandboxConfig.builder().idlePause(Duration.ZERO).build().idlePause());
+        assertRejected("idlePause", "null", b -> b.idlePause(null));
+        assertRejected("idlePause", "PT-1S", b -> b.idlePause(Duration.ofSeconds(-1)));
     }
 
     @Test

@@ -156,6 +156,63 @@ class CloneE2ETest {
         }
     }
 
+    /**
+     * {@link SandboxConfig#idlePause()} on the real guest: an idle clone is stopped (its QEMU's
+     * CPU time stands still: a running idle clone takes a third of a core here), and the next
+     * request resumes it with the host's clock although it was stopped for seconds — and gVisor,
+     * the worker JVM and the transport come back with it, through a second pause too.
+     */
+    @Test
+    void anIdleCloneIsPausedTakesNoCpuAndComesBackWithTheHostsClock() throws Exception {
+        QemuVmBackend b = backend();
+        SandboxConfig config = E2e.config().idlePause(Duration.ofSeconds(1)).build();
+        E2e.buildTemplate(b, config);
+        try (Sandbox s = b.start(config)) {
+            io.qvm.internal.sandbox.QemuSandbox q = (io.qvm.internal.sandbox.QemuSandbox) s;
+            assertEquals(41, s.render(svg(1)).width());
+            for (int round = 1; round <= 2; round++) {
+                await().atMost(Duration.ofSeconds(30)).until(q::paused);
+                Thread.sleep(1000);
+                long pid = q.pid();
+                Duration before = ProcessHandle.of(pid).orElseThrow().info().totalCpuDuration().orElseThrow();
+                Thread.sleep(4000); // the guest's clocks stand still meanwhile (and 1 s before)
+                Duration after = ProcessHandle.of(pid).orElseThrow().info().totalCpuDuration().orElseThrow();
+                E2e.log("paused clone " + s.id() + ": " + after.minus(before).toMillis() + " ms of CPU in 4 s");
+                assertTrue(after.minus(before).compareTo(Duration.ofMillis(400)) < 0,
+                        "a paused VM runs nothing: " + after.minus(before).toMillis() + " ms of CPU in 4 s; its threads"
+                        + " (user+system ticks): " + threads(pid));
+                // The init sets the guest kernel's clock on resume; gVisor's sentry takes it up at its
+                // next calibration (about a second), as after a restore (CloneRestore.awaitClock).
+                long resumed = System.nanoTime();
+                WorkerStatus st;
+                long skew;
+                do {
+                    long t0 = System.currentTimeMillis();
+                    st = s.status();
+                    long t1 = System.currentTimeMillis();
+                    skew = st.wallClockMillis() < t0 ? t0 - st.wallClockMillis() : Math.max(0, st.wallClockMillis() - t1);
+                } while (skew > 1_000 && System.nanoTime() - resumed < Duration.ofSeconds(10).toNanos());
+                E2e.log("resumed in " + q.lastResume().toMillis() + " ms; worker clock within " + skew + " ms after "
+                        + (System.nanoTime() - resumed) / 1_000_000 + " ms; " + st);
+                assertTrue(skew <= 1_000, "the clock was set on resume although the VM stood still for 4 s: " + skew
+                        + " ms off 10 s later");
+                assertEquals(41 + round, s.render(svg(round + 1)).width());
+            }
+            assertEquals(2, q.pauses());
+        }
+    }
+
+    static String threads(long pid) throws java.io.IOException {
+        StringBuilder sb = new StringBuilder();
+        try (var ts = Files.list(Path.of("/proc/" + pid + "/task"))) {
+            for (Path t : ts.toList()) {
+                String[] f = Files.readString(t.resolve("stat")).replaceAll(".*\\) ", "").split(" ");
+                sb.append(Files.readString(t.resolve("comm")).strip()).append('=').append(f[11]).append('+').append(f[12]).append(' ');
+            }
+        }
+        return sb.toString();
+    }
+
     @Test
     void aTamperedTemplateIsRefusedAndRebuiltNeverBooted() throws Exception {
         QemuVmBackend b = backend();

@@ -270,6 +270,15 @@ class InitScriptTest {
                 assertTrue(ControlProtocol.restoredPattern().matcher("restored s3 clock=1700000400 forks=1 reseeded=1")
                         .matches());
 
+                // a resumed sandbox: the clock alone, no reseed, no vmgenid wait
+                int looksBefore = Files.readAllLines(usleeps).size();
+                List<String> perlBefore = Files.readAllLines(dir.resolve("perl.log"));
+                String set = sh.ask("setclock 1700000500 c1");
+                assertEquals("clockset c1 clock=1700000500", set);
+                assertTrue(ControlProtocol.clockSetPattern().matcher(set).matches(), "the host reads it");
+                assertTrue(Files.readString(dir.resolve("date.log")).endsWith("-s @1700000500\n"));
+                assertEquals(looksBefore, Files.readAllLines(usleeps).size(), "setclock never waits for a reseed");
+                assertEquals(perlBefore, Files.readAllLines(dir.resolve("perl.log")), "setclock never reseeds");
                 assertEquals("pong x", sh.ask("ping x"));
                 assertEquals("pong " + "Z9".repeat(32), sh.ask("ping " + "Z9".repeat(32)));
                 String[][] bad = {
@@ -285,6 +294,10 @@ class InitScriptTest {
                     {"restore 1700000000 t7 " + "A".repeat(64), "error t7 bad-command"},
                     {"restore 1700000000 t8 " + "0".repeat(64) + " x", "error t8 bad-command"},
                     {"restore 1700000000 t9 ../" + "0".repeat(61), "error t9 bad-command"},
+                    {"setclock 1700000000", "error - bad-command"},
+                    {"setclock 0 c2", "error c2 bad-command"},
+                    {"setclock 1700000000 c3 " + "0".repeat(64), "error c3 bad-command"},
+                    {"setclock x c4", "error c4 bad-command"},
                     {"ping", "error - bad-command"},
                     {"ping " + "a".repeat(65), "error - bad-command"},
                     {"ping ../etc", "error - bad-command"},

@@ -163,7 +163,7 @@ public final class TemplateStarts {
                 }
                 VmStart v = VmStart.launch(context.get(), plan.start(), new VmRole.Template(ram), deadline);
                 v.awaitWorker(deadline);
-                return TemplateSave.save(v, v.toSandbox(v.report(List.of(), Optional.empty())), dir, plan.mode());
+                return TemplateSave.save(v, v.toTemplateVm(v.report(List.of(), Optional.empty())), dir, plan.mode());
             } catch (BootFailedException e) {
                 if (!ColdBoot.retriable(e) || attempt >= ColdBoot.ATTEMPTS || Deadlines.passed(deadline)
                         || Thread.currentThread().isInterrupted()) {

@@ -262,8 +262,17 @@ public final class VmStart {
 
     /** Hands the parts to a sandbox (which from now on owns and releases them). */
     public QemuSandbox toSandbox(BootReport report) {
+        return sandbox(report, config.idlePause());
+    }
+
+    /** The sandbox of a template VM: never paused for being idle, since it is saved (and paused) by {@link TemplateSave}. */
+    QemuSandbox toTemplateVm(BootReport report) {
+        return sandbox(report, java.time.Duration.ZERO);
+    }
+
+    private QemuSandbox sandbox(BootReport report, java.time.Duration idlePause) {
         return new QemuSandbox(new QemuSandbox.Parts(id, config, target.limits(), report, qemu, qmp, transport, state,
-                sockets, console, extras), ctx.onClosed());
+                sockets, console, control, idlePause, extras), ctx.onClosed());
     }
 
     public String id() {

@@ -31,6 +31,8 @@ import java.util.regex.Pattern;
  * <pre>
  *   host → init   restore &lt;epochSeconds&gt; &lt;token&gt; [&lt;seed&gt;]  set the wall clock, reseed the CRNG
  *   init → host   restored &lt;token&gt; clock=&lt;s&gt; forks=&lt;n&gt; [reseeded=&lt;0|1&gt;]
+ *   host → init   setclock &lt;epochSeconds&gt; &lt;token&gt;       set the wall clock only
+ *   init → host   clockset &lt;token&gt; clock=&lt;s&gt;
  *   host → init   ping &lt;token&gt;                        channel check
  *   init → host   pong &lt;token&gt;
  *   init → host   error &lt;token|-&gt; &lt;reason&gt;
@@ -48,6 +50,7 @@ public final class GuestControl implements AutoCloseable {
 
     private static final Pattern RESTORED = ControlProtocol.restoredPattern();
     private static final Pattern PONG = ControlProtocol.pongPattern();
+    private static final Pattern CLOCK_SET = ControlProtocol.clockSetPattern();
     private static final Pattern ERROR = ControlProtocol.errorPattern();
     private static final SecureRandom TOKENS = new SecureRandom();
     private static final Duration CONNECT_PAUSE = Duration.ofMillis(10);
@@ -136,6 +139,20 @@ public final class GuestControl implements AutoCloseable {
         byte[] b = new byte[ControlProtocol.SEED_BYTES];
         TOKENS.nextBytes(b);
         return b;
+    }
+
+    /**
+     * Sets the guest's wall clock to {@code now} (whole seconds, rounded to the nearest) and
+     * nothing else, for a sandbox resumed after a pause: its clocks stood still while it was
+     * paused. Returns the guest's clock (epoch seconds) right after it was set.
+     *
+     * @throws IOException no matching answer within {@code timeout}, an error answer, or the port closed
+     */
+    public long setClock(Instant now, Duration timeout) throws IOException, InterruptedException {
+        long seconds = now.plusMillis(500).getEpochSecond();
+        String token = token();
+        Matcher m = await(ControlProtocol.SET_CLOCK + " " + seconds + " " + token, token, CLOCK_SET, timeout);
+        return Long.parseLong(m.group(2));
     }
 
     /** Sends {@code ping} and waits for the matching {@code pong}. */

@@ -54,6 +54,14 @@ import java.util.function.Consumer;
  * is decoded (its {@link SandboxTransport#closed()} fails with reason
  * {@link TransportException.Reason#PROTOCOL_VIOLATION}, or {@code FRAME_STALLED}), and the sandbox
  * stops its VM then, with or without a request in flight; the next request says why.
+ *
+ * <p>A sandbox left without a request for {@link SandboxConfig#idlePause()} is paused (QMP
+ * {@code stop}): an idle guest is not idle under TCG — its kernel's timers, the runsc sentry and
+ * the worker JVM's housekeeping took a third of a host core per VM — while a paused one takes
+ * none. The next request resumes it ({@code cont}) and first has the guest init set the wall
+ * clock ({@link GuestControl#setClock}: the guest's clocks stood still while it was paused; its
+ * randomness is its own already, nothing was copied). Closing a paused sandbox skips the GOODBYE rung:
+ * nothing in the guest would read it.
  */
 public final class QemuSandbox implements Sandbox {
 
@@ -73,7 +81,17 @@ public final class QemuSandbox implements Sandbox {
     private final Consumer<QemuSandbox> onClosed;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final CompletableFuture<Void> exit = new CompletableFuture<>();
-    private final Object requestLock = new Object();
+    private final java.util.concurrent.locks.ReentrantLock requestLock = new java.util.concurrent.locks.ReentrantLock();
+    private final GuestControl control;
+    private final Duration idlePause;
+    /** Guards {@link #paused} against {@link #stop}: a sandbox is paused only while not closed. */
+    private final Object pauseLock = new Object();
+    private boolean paused;
+    /** Bumped by every request (under {@link #requestLock}): a pause scheduled before it is void. */
+    private long idleGeneration;
+    private volatile java.util.concurrent.ScheduledFuture<?> pendingPause;
+    private final java.util.concurrent.atomic.AtomicLong pauses = new java.util.concurrent.atomic.AtomicLong();
+    private volatile Duration lastResume = Duration.ZERO;
     /**
      * The console's size when the current request began: a request's failure carries only what
      * the guest printed since, so no earlier document's output reaches this caller.
@@ -87,10 +105,12 @@ public final class QemuSandbox implements Sandbox {
     /**
      * Everything a started sandbox owns; the backend builds it once the handshake succeeded.
      * {@code limits} are the ones its HELLO carried: the worker's answers are held to them.
+     * {@code idlePause}: {@link SandboxConfig#idlePause()}, or zero for a VM that must never be
+     * paused by the sandbox (a template VM about to be saved).
      */
     public record Parts(String id, SandboxConfig config, Limits limits, BootReport bootReport, QemuProcess qemu,
             QmpClient qmp, SandboxTransport transport, SandboxState state, SocketPaths sockets, GuestWatcher console,
-            List<AutoCloseable> extras) {
+            GuestControl control, Duration idlePause, List<AutoCloseable> extras) {
     }
 
     public QemuSandbox(Parts p, Consumer<QemuSandbox> onClosed) {
@@ -105,6 +125,8 @@ public final class QemuSandbox implements Sandbox {
         this.sockets = p.sockets();
         this.console = p.console();
         this.extras = List.copyOf(p.extras());
+        this.control = p.control();
+        this.idlePause = p.idlePause();
         this.onClosed = onClosed;
         // Last, once every field is set: it may run at once (a violation right after READY).
         transport.closed().whenComplete((v, err) -> {
@@ -115,6 +137,119 @@ public final class QemuSandbox implements Sandbox {
                 t.start(); // stopping waits for QEMU: not on the transport's I/O thread
             }
         });
+        requestLock.lock();
+        try {
+            scheduleIdlePause();
+        } finally {
+            requestLock.unlock();
+        }
+    }
+
+    /** One thread for every sandbox's pause: a pause is one QMP command. */
+    private static final java.util.concurrent.ScheduledThreadPoolExecutor PAUSER = pauser();
+
+    private static java.util.concurrent.ScheduledThreadPoolExecutor pauser() {
+        java.util.concurrent.ScheduledThreadPoolExecutor e = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "qvm-idle-pause");
+            t.setDaemon(true);
+            return t;
+        });
+        e.setRemoveOnCancelPolicy(true); // a sandbox that is closed or busy again leaves nothing queued
+        return e;
+    }
+
+    /** Under {@link #requestLock}: (re)arms the idle pause, voiding any earlier one. */
+    private void scheduleIdlePause() {
+        long generation = ++idleGeneration;
+        if (pendingPause != null) {
+            pendingPause.cancel(false);
+            pendingPause = null;
+        }
+        if (idlePause.isZero() || closed.get()) {
+            return;
+        }
+        pendingPause = PAUSER.schedule(() -> pauseIfIdle(generation), idlePause.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Pauses the VM if no request came since the pause {@code generation} was armed. Never waits
+     * for a request: one in flight (or one that came meanwhile) re-arms the pause when it ends.
+     */
+    private void pauseIfIdle(long generation) {
+        if (!requestLock.tryLock()) {
+            return;
+        }
+        try {
+            if (generation != idleGeneration) {
+                return;
+            }
+            synchronized (pauseLock) {
+                if (closed.get() || paused || !qemu.isAlive()) {
+                    return;
+                }
+                qmp.stop();
+                paused = true;
+            }
+            pauses.incrementAndGet();
+            LOG.log(System.Logger.Level.DEBUG, "sandbox " + id + " paused after " + idlePause.toMillis()
+                    + " ms without a request");
+        } catch (io.qvm.internal.qmp.QmpException e) {
+            // QEMU going away (it is then lost to the next request) or too busy to answer: stays running
+            LOG.log(System.Logger.Level.DEBUG, "sandbox " + id + " could not be paused: " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            requestLock.unlock();
+        }
+    }
+
+    /**
+     * Under {@link #requestLock}, before a request is sent: resumes a paused VM and has the init
+     * set the guest's wall clock. A VM that cannot be resumed is stopped and lost.
+     */
+    private void resumeIfPaused(String what) {
+        synchronized (pauseLock) {
+            if (!paused) {
+                return;
+            }
+            paused = false;
+        }
+        long t0 = System.nanoTime();
+        try {
+            qmp.cont();
+            control.setClock(java.time.Instant.now(), config.requestTimeout()); // the request's deadline bounds its resume
+            lastResume = Duration.ofNanos(System.nanoTime() - t0);
+        } catch (io.qvm.internal.qmp.QmpException | IOException | RuntimeException e) {
+            String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
+            String stderrTail = qemu.stderrTail(QemuProcess.TAIL_BYTES);
+            stop(false);
+            throw new SandboxLostException(SandboxLostException.Reason.CRASHED, "sandbox " + id + " was paused after "
+                    + idlePause.toMillis() + " ms without a request and could not be resumed for the " + what
+                    + " request (" + e.getMessage() + "); it was stopped and nothing was sent. Start a fresh sandbox"
+                    + " (SandboxConfig.idlePause(Duration.ZERO) keeps sandboxes running while idle)", e, consoleTail,
+                    stderrTail, console.workerExitStatus().orElse(null));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stop(false);
+            throw new SandboxException("interrupted while resuming sandbox " + id + "; it was stopped", e);
+        }
+    }
+
+    /** Whether the VM is paused now (it was idle for {@link SandboxConfig#idlePause()}). */
+    public boolean paused() {
+        synchronized (pauseLock) {
+            return paused;
+        }
+    }
+
+    /** How many times this sandbox was paused for being idle. */
+    public long pauses() {
+        return pauses.get();
+    }
+
+    /** How long the last resume took: {@code cont} and the clock set (zero before the first). */
+    public Duration lastResume() {
+        return lastResume;
     }
 
     /** Whether the transport was dropped for something the worker sent (not a plain connection loss). */
@@ -189,7 +324,9 @@ public final class QemuSandbox implements Sandbox {
      */
     public Frame call(Frame request, String what) {
         ensureOpen();
-        synchronized (requestLock) {
+        requestLock.lock();
+        try {
+            idleGeneration++; // a pause armed before this request is void
             ensureOpen();
             if (request.body().length > limits.maxRequestBytes()) {
                 throw new RenderFailedException(ErrorCode.TOO_LARGE, "the " + what + " request of " + request.body().length
@@ -200,6 +337,7 @@ public final class QemuSandbox implements Sandbox {
             if (console.overflow().isPresent()) {
                 throw overflowed(what, null); // stopped while idle: nothing is sent to what is left of it
             }
+            resumeIfPaused(what);
             requestConsoleMark = qemu.consoleBytes(); // this request's evidence starts here
             CompletableFuture<Frame> reply = transport.request(request);
             Throwable refused = reply.isCompletedExceptionally() ? reply.handle((f, err) -> err).getNow(null) : null;
@@ -231,6 +369,9 @@ public final class QemuSandbox implements Sandbox {
                 Thread.currentThread().interrupt();
                 throw new SandboxException("interrupted while waiting for the " + what + " reply of sandbox " + id, e);
             }
+        } finally {
+            scheduleIdlePause();
+            requestLock.unlock();
         }
     }
 
@@ -372,9 +513,13 @@ public final class QemuSandbox implements Sandbox {
             return null;
         }
         StopReport report = null;
+        boolean wasPaused;
+        synchronized (pauseLock) { // a pause after this point sees closed and does nothing
+            wasPaused = paused;
+        }
         try {
             StopLadder.Builder ladder = StopLadder.builder();
-            if (graceful && !transport.closed().isDone()) {
+            if (graceful && !wasPaused && !transport.closed().isDone()) {
                 ladder.step("goodbye", () -> transport.request(new Frame(FrameKind.GOODBYE, 0, (ObjectNode) null, null))
                         .get(5, TimeUnit.SECONDS), Duration.ofSeconds(15));
             }
@@ -391,6 +536,10 @@ public final class QemuSandbox implements Sandbox {
     }
 
     private void release() {
+        java.util.concurrent.ScheduledFuture<?> pause = pendingPause;
+        if (pause != null) {
+            pause.cancel(false); // nothing of a closed sandbox stays queued for its idle time
+        }
         List<Throwable> problems = new ArrayList<>();
         for (AutoCloseable c : List.<AutoCloseable>of(transport::close, qmp::close, console::close, qemu::close)) {
             closeQuietly(c, problems);

@@ -15,6 +15,9 @@ import java.util.regex.Pattern;
  *                 for the kernel's own reseed too
  *   init → host   restored &lt;token&gt; clock=&lt;s&gt; forks=&lt;n&gt; reseeded=&lt;0|1&gt;
  *                 (an init of an image without {@code crng_reseed} answers without reseeded=)
+ *   host → init   setclock &lt;epochSeconds&gt; &lt;token&gt;       set the wall clock only (a paused
+ *                 sandbox resumed: its randomness is its own already)
+ *   init → host   clockset &lt;token&gt; clock=&lt;s&gt;
  *   host → init   ping &lt;token&gt;                        channel check
  *   init → host   pong &lt;token&gt;
  *   init → host   error &lt;token|-&gt; bad-command|unknown-command
@@ -24,6 +27,8 @@ public final class ControlProtocol {
 
     public static final String RESTORE = "restore";
     public static final String RESTORED = "restored";
+    public static final String SET_CLOCK = "setclock";
+    public static final String CLOCK_SET = "clockset";
     public static final String PING = "ping";
     public static final String PONG = "pong";
     public static final String ERROR = "error";
@@ -57,6 +62,11 @@ public final class ControlProtocol {
     public static Pattern restoredPattern() {
         return Pattern.compile(RESTORED + " (" + TOKEN + ") " + CLOCK + "(\\d{1,18}) " + FORKS + "(\\d{1,9})(?: "
                 + RESEEDED + "([01]))?");
+    }
+
+    /** The init's answer to {@link #SET_CLOCK}: groups token, clock. */
+    public static Pattern clockSetPattern() {
+        return Pattern.compile(CLOCK_SET + " (" + TOKEN + ") " + CLOCK + "(\\d{1,18})");
     }
 
     /** The init's answer to {@link #PING}: group token. */

@@ -1,0 +1,148 @@
+package io.qvm;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.qvm.internal.sandbox.QemuSandbox;
+import io.qvm.protocol.WorkerStatus;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link SandboxConfig#idlePause()} against {@link FakeQemu}, whose guest clock stands still
+ * while the VM is stopped, as a real guest's does: an idle sandbox is stopped over QMP, the next
+ * request resumes it and has the init set the clock before the request goes out, a sandbox that
+ * cannot be resumed is lost with its reason, and nothing is left behind.
+ */
+@Tag("unit")
+class IdlePauseTest {
+
+    private static final Duration LONG = Duration.ofSeconds(60);
+
+    @TempDir
+    Path tmp;
+
+    private FakeQemuHost host;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        host = new FakeQemuHost(tmp);
+    }
+
+    @AfterEach
+    void nothingIsLeftBehind() throws IOException {
+        await().atMost(LONG).until(() -> host.processes().stream().noneMatch(ProcessHandle::isAlive));
+        assertEquals(List.of(), entries(host.stateRoot().resolve("sandboxes")), "sandbox state left behind");
+        assertEquals(List.of(), entries(host.runtimeRoot()), "sockets left behind");
+    }
+
+    @Test
+    void anIdleSandboxIsStoppedAndTheNextRequestResumesItWithItsClockSet() throws Exception {
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().idlePause(Duration.ofMillis(200)).build())) {
+            QemuSandbox q = (QemuSandbox) s;
+            await().atMost(LONG).until(q::paused);
+            assertEquals("qmp stop", last(host.vmLog()), "stopped over QMP once idle");
+            Thread.sleep(2500); // the fake guest's clock stands still meanwhile, as a real one's does
+
+            WorkerStatus st = s.status();
+            long skew = Math.abs(st.wallClockMillis() - System.currentTimeMillis());
+            assertTrue(skew < 1200, "the clock was set on resume: " + skew + " ms off after 2.5 s paused");
+            List<String> log = host.vmLog();
+            List<String> sinceStop = log.subList(log.lastIndexOf("qmp stop") + 1, log.size());
+            assertEquals(List.of("qmp cont", "control setclock"), sinceStop.subList(0, 2),
+                    "resumed, then the clock set, before the request: " + log);
+            assertEquals(1, q.pauses());
+            assertTrue(q.lastResume().toNanos() > 0);
+
+            // busy sandboxes are not paused under a request, and it pauses again afterwards
+            assertArrayEquals(new byte[] {5}, s.echo(new byte[] {5}));
+            await().atMost(LONG).until(q::paused);
+            assertEquals(2, q.pauses());
+            assertArrayEquals(new byte[] {6}, s.echo(new byte[] {6}));
+        }
+    }
+
+    @Test
+    void aPausedSandboxClosesWithoutAGoodbye() throws Exception {
+        try (QemuVmBackend backend = host.backend().templates(false).build()) {
+            Sandbox s = backend.start(FakeQemuHost.config().idlePause(Duration.ofMillis(100)).build());
+            QemuSandbox q = (QemuSandbox) s;
+            await().atMost(LONG).until(q::paused);
+            s.close();
+            assertEquals("quit", q.stopReport().orElseThrow().stoppedBy(),
+                    "nothing in a stopped guest reads a GOODBYE: " + q.stopReport());
+            assertFalse(host.vmLog().contains("qmp cont"), "closing does not resume it");
+        }
+    }
+
+    @Test
+    void zeroNeverPauses() throws Exception {
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().idlePause(Duration.ZERO).build())) {
+            s.echo(new byte[] {1});
+            Thread.sleep(1500);
+            assertFalse(((QemuSandbox) s).paused());
+            assertFalse(host.vmLog().contains("qmp stop"), String.valueOf(host.vmLog()));
+        }
+    }
+
+    @Test
+    void aSandboxThatCannotBeResumedIsLostAndNothingIsSent() throws Exception {
+        host.set("setclock", "silent");
+        try (QemuVmBackend backend = host.backend().templates(false).build()) {
+            Sandbox s = backend.start(FakeQemuHost.config().idlePause(Duration.ofMillis(100))
+                    .requestTimeout(Duration.ofSeconds(1)).build());
+            await().atMost(LONG).until(((QemuSandbox) s)::paused);
+            SandboxLostException e = assertThrows(SandboxLostException.class, () -> s.echo(new byte[] {9}));
+            assertEquals(SandboxLostException.Reason.CRASHED, e.reason());
+            assertTrue(e.getMessage().contains("could not be resumed"), e.getMessage());
+            assertTrue(e.getMessage().contains("idlePause(Duration.ZERO)"), "says what to do: " + e.getMessage());
+            assertFalse(s.isAlive());
+            s.close();
+        }
+    }
+
+    @Test
+    void aTemplateVmIsNeverPausedWhileItIsSaved() throws Exception {
+        host.set("migrateMillis", "1500"); // the save outlasts the idle pause many times over
+        try (QemuVmBackend backend = host.backend().build()) {
+            SandboxConfig config = FakeQemuHost.config().idlePause(Duration.ofMillis(100)).build();
+            try (Sandbox clone = backend.start(config)) {
+                assertTrue(clone.bootReport().restored(), clone.bootReport().notes().toString());
+                assertArrayEquals(new byte[] {3}, clone.echo(new byte[] {3}));
+            }
+            List<String> log = host.vmLog();
+            List<String> templateVm = log.subList(0, log.indexOf("qmp quit"));
+            assertTrue(templateVm.contains("qmp migrate"), "the template was saved: " + log);
+            assertEquals(1, templateVm.stream().filter("qmp stop"::equals).count(),
+                    "the save's own stop, and no idle pause of the template VM: " + templateVm);
+        }
+    }
+
+    private static String last(List<String> l) {
+        return l.isEmpty() ? "" : l.get(l.size() - 1);
+    }
+
+    private static List<Path> entries(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.toList();
+        }
+    }
+}
