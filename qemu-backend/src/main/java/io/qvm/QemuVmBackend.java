@@ -147,12 +147,50 @@ public final class QemuVmBackend implements SandboxBackend {
         StartPlan plan = planner.plan(config);
         List<String> earlier = new ArrayList<>();
         if (useTemplates) {
-            Optional<QemuSandbox> clone = templateStarts.start(plan, deadline, earlier);
+            Optional<QemuSandbox> clone;
+            try {
+                clone = templateStarts.start(plan, deadline, earlier);
+            } catch (TemplateStarts.RestoresFailed failed) {
+                return coldBootInstead(plan, deadline, earlier, failed);
+            }
             if (clone.isPresent()) {
                 return clone.get();
             }
         }
         return coldBoot.boot(plan, deadline, earlier);
+    }
+
+    /** At most one cold boot at a time stands in for clones that failed (see {@link #coldBootInstead}). */
+    private final java.util.concurrent.Semaphore fallbackColdBoot = new java.util.concurrent.Semaphore(1);
+
+    /**
+     * Every clone of a sound template failed on its own — most often a restore that missed its
+     * deadline on a loaded host. One such start at a time cold-boots instead, within what is left
+     * of its deadline; while it runs, every other one fails at once with the clones' reason,
+     * rather than each adding the heaviest start there is to the load that made its clones fail
+     * (the bench lost whole runs that way: eight restores at once, one fallback cold boot that
+     * never reached READY).
+     */
+    private Sandbox coldBootInstead(StartPlan plan, long deadline, List<String> earlier,
+            TemplateStarts.RestoresFailed failed) {
+        SandboxException last = failed.last();
+        if (!fallbackColdBoot.tryAcquire()) {
+            BootFailedException e = new BootFailedException("sandbox not started: every restore from template "
+                    + failed.template().id() + " failed (" + String.join("; ", earlier) + "), and another sandbox of"
+                    + " this backend is already cold-booting in place of its clones, so this one is not (a cold boot"
+                    + " is the heaviest start there is, and this host is loaded). Try again (a SandboxPool does), start"
+                    + " fewer sandboxes at once, or raise SandboxConfig.bootTimeout", last, last.consoleTail(),
+                    last.stderrTail());
+            throw e;
+        }
+        try {
+            String note = "cold-booting in place of the failed clones of template " + failed.template().id();
+            progress.accept(note);
+            earlier.add(note);
+            return coldBoot.boot(plan, deadline, earlier);
+        } finally {
+            fallbackColdBoot.release();
+        }
     }
 
     /** What an operator's tool may ask of this backend: its host, image, templates, reaping. */

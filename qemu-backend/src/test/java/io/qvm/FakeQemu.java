@@ -88,6 +88,10 @@ import java.util.concurrent.atomic.AtomicReference;
  *  forks=N               a restored guest kernel logged N vmgenid reseeds (default 1; 0: none came)
  *  reseeded=0            the init could not reseed the CRNG from the host's seed (default 1)
  *  migrateMillis=N       an outgoing migration (a template's save) takes N ms
+ *  cloneExit=N           a clone's QEMU exits with status N right after {@code cont} (a clone lost on its own;
+ *                        the template is sound)
+ *  slowBootFrom=K        boots K and later (counting the template VM's) open the worker's port …
+ *  slowBootMillis=M      … M ms late (a cold boot on a loaded host)
  *  setclock=silent       the init never answers {@code setclock} (a guest that does not come back from a pause)
  * </pre>
  */
@@ -290,6 +294,10 @@ public final class FakeQemu {
             int[] real = size(png);
             int[] said = size(scenario.getProperty("renderReports", png));
             script.renders(new RenderResult(png(real[0], real[1]), said[0], said[1], 5));
+        }
+        String slowFrom = scenario.getProperty("slowBootFrom");
+        if (slowFrom != null && !incoming && boot >= Integer.parseInt(slowFrom)) {
+            Thread.sleep(Long.parseLong(scenario.getProperty("slowBootMillis", "0")));
         }
         FakeWorker worker = script.unix(Path.of(chardevPaths.get("qvmw")));
         String first = scenario.getProperty("firstReply");
@@ -525,6 +533,10 @@ public final class FakeQemu {
             }
             out.print(JSON.writeValueAsString(reply) + "\r\n");
             out.flush();
+            if (name.equals("cont") && incoming && scenario.getProperty("cloneExit") != null) {
+                exiting = true;
+                System.exit(Integer.parseInt(scenario.getProperty("cloneExit")));
+            }
             if (name.equals("quit") || name.equals("system_powerdown")) {
                 out.print("{\"event\": \"SHUTDOWN\", \"data\": {\"guest\": " + name.equals("system_powerdown")
                         + ", \"reason\": \"" + (name.equals("quit") ? "host-qmp-quit" : "guest-shutdown")

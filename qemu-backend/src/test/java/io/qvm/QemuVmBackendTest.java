@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.qvm.internal.host.QvmEnvironment;
@@ -19,6 +20,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.Map;
@@ -577,6 +579,48 @@ class QemuVmBackendTest {
             assertTrue(said.stream().anyMatch(l -> l.contains(why)), said::toString);
             assertEquals(0, backend.templateStore().list().size(), "the template was deleted");
             assertArrayEquals(new byte[] {8}, s.echo(new byte[] {8}), "the cold-booted sandbox works");
+        }
+    }
+
+    @Test
+    @Tag("fault")
+    void whenClonesOfASoundTemplateFailOnlyOneStartAtATimeColdBootsInTheirPlaceTheOthersFailWithTheirReason()
+            throws Exception {
+        SandboxConfig config = FakeQemuHost.config().build();
+        try (QemuVmBackend backend = host.backend().build()) {
+            backend.admin().buildTemplate(config); // boot 1: the template VM, sound
+            // every clone's QEMU dies right after cont; a cold boot takes 8 s (a loaded host)
+            host.set("cloneExit", "1").set("slowBootFrom", "2").set("slowBootMillis", "8000");
+            List<java.util.concurrent.CompletableFuture<Sandbox>> starts = List.of(
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> backend.start(config)),
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> backend.start(config)));
+            List<Sandbox> up = new ArrayList<>();
+            List<Throwable> failed = new ArrayList<>();
+            for (var f : starts) {
+                try {
+                    up.add(f.join());
+                } catch (java.util.concurrent.CompletionException e) {
+                    failed.add(e.getCause());
+                }
+            }
+            try {
+                assertEquals(1, up.size(), "one start cold-booted in place of its clones: " + failed);
+                assertFalse(up.get(0).bootReport().restored());
+                assertTrue(up.get(0).bootReport().notes().stream().anyMatch(n -> n.contains("cold-booting in place")),
+                        up.get(0).bootReport().notes()::toString);
+                assertEquals(1, failed.size());
+                BootFailedException e = assertInstanceOf(BootFailedException.class, failed.get(0));
+                assertTrue(e.getMessage().contains("already cold-booting in place of its clones"), e.getMessage());
+                assertTrue(e.getMessage().contains("restore attempt 2"), "the clones' reasons: " + e.getMessage());
+                assertEquals(1, backend.templateStore().list().size(), "the sound template stays");
+                assertArrayEquals(new byte[] {4}, up.get(0).echo(new byte[] {4}));
+            } finally {
+                up.forEach(Sandbox::close);
+            }
+            // alone, a start whose clones fail still cold-boots
+            try (Sandbox s = backend.start(config)) {
+                assertFalse(s.bootReport().restored());
+            }
         }
     }
 

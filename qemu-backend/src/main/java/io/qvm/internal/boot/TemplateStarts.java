@@ -70,9 +70,37 @@ public final class TemplateStarts {
     }
 
     /**
+     * Every clone of a template that serves this start failed for a reason of its own (a deadline
+     * missed under load, QEMU gone): the template is fine, and a cold boot in their place is the
+     * heaviest start there is. The backend cold-boots in its place only while no other such
+     * fallback runs ({@code QemuVmBackend}); {@link #last()} is the last clone's failure.
+     */
+    public static final class RestoresFailed extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        private final transient Template template;
+        private final SandboxException last;
+
+        RestoresFailed(Template template, SandboxException last) {
+            super("every restore from template " + template.id() + " failed", last, false, false);
+            this.template = template;
+            this.last = last;
+        }
+
+        public Template template() {
+            return template;
+        }
+
+        public SandboxException last() {
+            return last;
+        }
+    }
+
+    /**
      * A sandbox restored from the template of {@code start} (built first if needed), or empty
-     * when templates cannot serve it here — the reason said once per backend and key. Any clone
-     * failure falls through to a cold boot (empty).
+     * when templates cannot serve it here — the reason said once per backend and key — or the
+     * template was found unusable (a cold boot follows).
+     *
+     * @throws RestoresFailed every clone failed for a reason of its own (the template stays)
      */
     public Optional<QemuSandbox> start(StartPlan start, long deadline, List<String> earlier) {
         Plan full = plan(start, TemplateMode.FULL);
@@ -110,8 +138,14 @@ public final class TemplateStarts {
         return Optional.empty();
     }
 
-    /** Up to {@link ColdBoot#ATTEMPTS} clones of {@code template}; empty when none came up (a cold boot follows). */
+    /**
+     * Up to {@link ColdBoot#ATTEMPTS} clones of {@code template}; empty when the template proved
+     * unusable (it is deleted; a cold boot follows).
+     *
+     * @throws RestoresFailed no clone came up, each for a reason of its own
+     */
     private Optional<QemuSandbox> restoreOrGiveUp(Plan plan, Template template, long deadline, List<String> earlier) {
+        SandboxException last = null;
         for (int attempt = 1; attempt <= ColdBoot.ATTEMPTS && !Deadlines.passed(deadline); attempt++) {
             try {
                 return Optional.of(restore(plan, template, deadline, earlier));
@@ -125,12 +159,14 @@ public final class TemplateStarts {
                 if (Thread.currentThread().isInterrupted()) {
                     throw e; // the caller gave up (a pool closing): no second clone, no cold boot
                 }
+                last = e;
                 ColdBoot.note(progress, earlier, "restore attempt " + attempt + " from template " + template.id()
                         + " failed: " + e.getMessage().lines().findFirst().orElse("") + (attempt < ColdBoot.ATTEMPTS
-                        ? "; trying a fresh clone" : "; cold-booting instead"), e);
+                        ? "; trying a fresh clone" : ""), e);
             }
         }
-        return Optional.empty();
+        throw new RestoresFailed(template, last != null ? last : new BootFailedException("the boot deadline passed "
+                + "before a clone of template " + template.id() + " could be restored"));
     }
 
     /**
