@@ -67,7 +67,7 @@ final class BenchCommand implements Callable<Integer> {
         ObjectNode results;
         try {
             results = Bench.run(new Bench.Options(imageRoot, ctx.stateRoot(dirs.stateDir), work,
-                    Files.isRegularFile(jar) ? jar : null, renders, clones, progress::line, arch));
+                    Files.isRegularFile(jar) ? jar : null, renders, clones, progress::line, arch, outDir));
             Bench.write(results, outDir);
         } finally {
             progress.done();

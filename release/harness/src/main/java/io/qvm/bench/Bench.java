@@ -3,6 +3,7 @@ package io.qvm.bench;
 import io.qvm.admin.BackendAdmin;
 import io.qvm.admin.GuestImages;
 import io.qvm.admin.Templates;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -74,13 +75,20 @@ public final class Bench {
      *                    under TCG and measures the cold boot, the template, the restore and the
      *                    in-sandbox render ways only: the host-side ways do not depend on the
      *                    guest, and the pool and memory steps would take an hour of emulation
+     * @param checkpoint  where the results so far are written after every step (bench.json and
+     *                    bench.md; null: only at the end, by the caller)
      */
     public record Options(Path imageRoot, Path stateRoot, Path workRoot, Path workerJar, int renders, int clones,
-            Consumer<String> progress, Arch guest) {
+            Consumer<String> progress, Arch guest, Path checkpoint) {
 
         public Options(Path imageRoot, Path stateRoot, Path workRoot, Path workerJar, int renders, int clones,
                 Consumer<String> progress) {
-            this(imageRoot, stateRoot, workRoot, workerJar, renders, clones, progress, null);
+            this(imageRoot, stateRoot, workRoot, workerJar, renders, clones, progress, null, null);
+        }
+
+        public Options(Path imageRoot, Path stateRoot, Path workRoot, Path workerJar, int renders, int clones,
+                Consumer<String> progress, Arch guest) {
+            this(imageRoot, stateRoot, workRoot, workerJar, renders, clones, progress, guest, null);
         }
 
         public Options {
@@ -126,93 +134,217 @@ public final class Bench {
         }
         try (QemuVmBackend cold = coldBuilder.build(); QemuVmBackend clones = cloneBuilder.build()) {
             host(cold);
+            checkpoint();
             boolean cross = cold.guestArch() != cold.admin().hostArch();
             String crossSkip = "a " + cold.guestArch().qemuName() + " guest on a " + cold.admin().hostArch().qemuName()
                     + " host (emulated): qvm bench --arch measures boot, template, restore and the in-sandbox ways only";
-            step("cold boot to READY (no template)");
-            long[] t0 = new long[1];
-            Sandbox warm = booting("cold boot", () -> {
-                t0[0] = System.nanoTime();
-                return cold.start(config);
-            });
+            Sandbox[] warm = new Sandbox[1];
             try {
-                ObjectNode c = out.putObject("coldBoot");
-                c.put("wallMillis", millis(t0[0]));
-                c.put("readyMillis", warm.bootReport().total().toMillis());
-                ObjectNode ph = c.putObject("phases");
-                warm.bootReport().phases().forEach((k, v) -> ph.put(k, v.toMillis()));
-
-                step("no-op round trip and throughput on the warm sandbox");
-                noop(warm);
-                throughput(warm);
-                if (cross) {
+                section("coldBoot", "cold boot to READY (no template)", () -> {
+                    long[] t0 = new long[1];
+                    warm[0] = booting("cold boot", () -> {
+                        t0[0] = System.nanoTime();
+                        return cold.start(config);
+                    });
+                    ObjectNode c = out.putObject("coldBoot");
+                    c.put("wallMillis", millis(t0[0]));
+                    c.put("readyMillis", warm[0].bootReport().total().toMillis());
+                    ObjectNode ph = c.putObject("phases");
+                    warm[0].bootReport().phases().forEach((k, v) -> ph.put(k, v.toMillis()));
+                });
+                String noWarm = "the cold boot failed: no warm sandbox";
+                section("noopRoundTrip", "no-op round trip on the warm sandbox", () -> {
+                    if (warm[0] == null) {
+                        out.set("noopRoundTrip", skipped(noWarm));
+                    } else {
+                        noop(warm[0]);
+                    }
+                });
+                section("throughput", "throughput on the warm sandbox", () -> {
+                    if (warm[0] == null) {
+                        out.set("throughput", skipped(noWarm));
+                    } else {
+                        throughput(warm[0]);
+                    }
+                });
+                if (cross && warm[0] != null) {
                     // One emulated VM at a time: an idle aarch64 guest beside a booting one on a
                     // 2-core host slowed the boot past a race in the guest (README, known problems).
                     // The in-sandbox render ways then use a warmed clone as the warm sandbox.
-                    warm.close();
-                    warm = null;
+                    warm[0].close();
+                    warm[0] = null;
                 }
 
-                step("template build");
-                long[] tb = new long[1];
-                Templates.TemplateInfo t = booting("template build", () -> {
-                    tb[0] = System.nanoTime();
-                    return clones.admin().buildTemplate(config);
+                section("templateBuild", "template build", () -> {
+                    long[] tb = new long[1];
+                    Templates.TemplateInfo t = booting("template build", () -> {
+                        tb[0] = System.nanoTime();
+                        return clones.admin().buildTemplate(config);
+                    });
+                    ObjectNode b = out.putObject("templateBuild");
+                    b.put("wallMillis", millis(tb[0]));
+                    b.put("bootMillis", t.bootMillis());
+                    b.put("saveMillis", t.saveMillis());
+                    b.put("mode", t.mode());
+                    b.put("stateBytes", t.stateBytes());
                 });
-                ObjectNode b = out.putObject("templateBuild");
-                b.put("wallMillis", millis(tb[0]));
-                b.put("bootMillis", t.bootMillis());
-                b.put("saveMillis", t.saveMillis());
-                b.put("mode", t.mode());
-                b.put("stateBytes", t.stateBytes());
+                section("restore", "restore to READY, one clone after another", () -> restores(clones));
 
-                step("restore to READY, one clone after another");
-                restores(clones);
-
-                if (warm == null) {
-                    step("a clone as the warm sandbox");
-                    warm = booting("the warm clone", () -> clones.start(config));
-                    SandboxPool.warmUp(warm);
+                if (warm[0] == null) {
+                    section("warmClone", "a clone as the warm sandbox", () -> {
+                        warm[0] = booting("the warm clone", () -> clones.start(config));
+                        SandboxPool.warmUp(warm[0]);
+                    });
                 }
-                Sandbox w = warm;
-                step("render latency, five ways");
                 ObjectNode r = out.putObject("render");
                 for (boolean pdf : new boolean[] {false, true}) {
-                    ObjectNode ways = r.putObject(pdf ? "pdf" : "svg");
-                    RenderRequest req = pdf ? RenderRequest.pdf(PDF) : RenderRequest.svg(SVG);
-                    ways.set("hostJvm", cross ? skipped(crossSkip) : o.workerJar() == null ? skipped("no worker jar")
-                            : series(HostWorkers.inProcess(o.workerJar(), req, o.renders())));
-                    ways.set("jvmPerRequest", cross ? skipped(crossSkip) : o.workerJar() == null
+                    String type = pdf ? "pdf" : "svg";
+                    ObjectNode ways = r.putObject(type);
+                    RequestFactory req = pdf ? () -> RenderRequest.pdf(PDF) : () -> RenderRequest.svg(SVG);
+                    way(ways, "hostJvm", type, () -> cross ? skipped(crossSkip) : o.workerJar() == null
+                            ? skipped("no worker jar") : series(HostWorkers.inProcess(o.workerJar(), req.get(), o.renders())));
+                    way(ways, "jvmPerRequest", type, () -> cross ? skipped(crossSkip) : o.workerJar() == null
                             ? skipped("no worker jar")
-                            : series(HostWorkers.subprocessPerRequest(o.workerJar(), req, Math.max(3, o.renders() / 5))));
-                    ways.set("runscOnHost", cross ? skipped(crossSkip) : runsc(req));
-                    for (int i = 0; i < 3; i++) {
-                        w.render(req); // the warm sandbox: warm for this document type too
-                    }
-                    ways.set("warmSandbox", series(time(o.renders(), () -> w.render(req))));
-                    ways.set("clonePerRequest", cross ? skipped(crossSkip) : clonePerRequest(clones, req));
-                    ways.set("clonePrepared", clonePrepared(clones, req));
+                            : series(HostWorkers.subprocessPerRequest(o.workerJar(), req.get(), Math.max(3, o.renders() / 5))));
+                    way(ways, "runscOnHost", type, () -> cross ? skipped(crossSkip) : runsc(req.get()));
+                    way(ways, "warmSandbox", type, () -> {
+                        if (warm[0] == null) {
+                            return skipped("no warm sandbox (its boot failed)");
+                        }
+                        Sandbox w = warm[0];
+                        for (int i = 0; i < 3; i++) {
+                            w.render(req.get()); // the warm sandbox: warm for this document type too
+                        }
+                        return series(time(o.renders(), () -> w.render(req.get())));
+                    });
+                    way(ways, "clonePerRequest", type, () -> cross ? skipped(crossSkip) : clonePerRequest(clones, req.get()));
+                    way(ways, "clonePrepared", type, () -> clonePrepared(clones, req.get()));
                 }
+                out.set("ratios", ratios(out.path("render")));
+                checkpoint();
             } finally {
-                if (warm != null) {
-                    warm.close();
+                if (warm[0] != null) {
+                    warm[0].close();
                 }
             }
             if (cross) {
+                out.set("idleCpu", skipped(crossSkip));
                 out.set("poolAcquire", skipped(crossSkip));
+                out.set("documentsPerMinute", skipped(crossSkip));
                 out.set("memory", skipped(crossSkip));
             } else {
-                step("pool acquire with idle clones");
-                poolAcquire(clones);
-                step("memory per idle clone, and " + o.clones() + " clones at once");
-                memory(clones);
+                section("idleCpu", "CPU of an idle clone, running and paused", () -> idleCpu(clones));
+                section("poolAcquire", "pool acquire with idle clones", () -> poolAcquire(clones));
+                section("documentsPerMinute", "documents per minute through the default pool",
+                        () -> documentsPerMinute(clones));
+                section("memory", "memory per idle clone, and " + o.clones() + " clones at once", () -> memory(clones));
             }
         } finally {
             FileTrees.deleteQuietly(templates);
         }
         out.put("finished", Instant.now().toString());
         out.set("goals", Goals.evaluate(out));
+        checkpoint();
         return out;
+    }
+
+    /** One measuring step of the run. */
+    interface Section {
+        void run() throws Exception;
+    }
+
+    /** Makes a fresh request each time (a request's body must not be shared between ways). */
+    interface RequestFactory {
+        RenderRequest get();
+    }
+
+    /** One render way: its figures, or what it failed with. */
+    interface Way {
+        ObjectNode measure() throws Exception;
+    }
+
+    /**
+     * Runs one section: what it measured stays in the results even when a later one fails; a
+     * section that fails is recorded under its key as {@code {"failed": reason}} and in
+     * {@code failedSections}, and the run goes on. The results so far are written after each
+     * section ({@link Options#checkpoint}).
+     */
+    private void section(String key, String what, Section body) throws InterruptedException {
+        step(what);
+        try {
+            body.run();
+        } catch (InterruptedException e) {
+            throw e;
+        } catch (Exception e) {
+            fail(out, key, what, e);
+        }
+        checkpoint();
+    }
+
+    private void way(ObjectNode ways, String key, String type, Way w) throws InterruptedException {
+        step("render, " + type + ", " + key);
+        try {
+            ways.set(key, w.measure());
+        } catch (InterruptedException e) {
+            throw e;
+        } catch (Exception e) {
+            fail(ways, key, "render " + type + " " + key, e);
+        }
+        checkpoint();
+    }
+
+    private void fail(ObjectNode where, String key, String what, Exception e) {
+        String why = e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage()).lines().findFirst().orElse("");
+        where.set(key, failed(why));
+        ObjectNode f = out.withArray("failedSections").addObject();
+        f.put("section", what);
+        f.put("error", why);
+        o.progress().accept("bench: " + what + " FAILED (" + why + "); going on with the next step");
+    }
+
+    static ObjectNode failed(String why) {
+        return JsonNodeFactory.instance.objectNode().put("failed", why);
+    }
+
+    /** Writes the results so far where {@link Options#checkpoint} says (bench.json and bench.md). */
+    private void checkpoint() {
+        if (o.checkpoint() == null) {
+            return;
+        }
+        try {
+            ObjectNode partial = out.deepCopy();
+            if (!partial.has("goals")) {
+                partial.set("goals", Goals.evaluate(partial));
+            }
+            write(partial, o.checkpoint());
+        } catch (IOException | RuntimeException e) {
+            o.progress().accept("bench: could not write the results so far to " + o.checkpoint() + ": " + e);
+        }
+    }
+
+    /** Each render type's p50 ratios: a fresh clone per request from a pool against the warm sandbox and a fresh JVM. */
+    static ObjectNode ratios(JsonNode render) {
+        ObjectNode r = JsonNodeFactory.instance.objectNode();
+        for (String type : new String[] {"svg", "pdf"}) {
+            JsonNode w = render.path(type);
+            double clone = w.path("clonePerRequest").path("p50Millis").asDouble(Double.NaN);
+            ObjectNode t = r.putObject(type);
+            putRatio(t, "clonePerRequestOverWarmSandbox", clone, w.path("warmSandbox").path("p50Millis").asDouble(Double.NaN));
+            putRatio(t, "clonePerRequestOverJvmPerRequest", clone,
+                    w.path("jvmPerRequest").path("p50Millis").asDouble(Double.NaN));
+            putRatio(t, "clonePreparedOverWarmSandbox", w.path("clonePrepared").path("p50Millis").asDouble(Double.NaN),
+                    w.path("warmSandbox").path("p50Millis").asDouble(Double.NaN));
+        }
+        return r;
+    }
+
+    private static void putRatio(ObjectNode n, String key, double a, double b) {
+        double v = a / b;
+        if (Double.isNaN(v) || Double.isInfinite(v)) {
+            n.putNull(key);
+        } else {
+            n.put(key, Math.round(v * 1000) / 1000.0);
+        }
     }
 
     /** How many times a step that boots a VM is tried: emulated boots fail now and then (README, known problems). */
@@ -399,31 +531,48 @@ public final class Bench {
             putCpuPercent(idle, "cpuPercentIdle", pid, Duration.ofSeconds(5));
             m.set("idleClone", idle);
         }
+        checkpoint();
         long t0 = System.nanoTime();
         List<CompletableFuture<Sandbox>> starting = new ArrayList<>();
         for (int i = 0; i < o.clones(); i++) {
             starting.add(CompletableFuture.supplyAsync(() -> clones.start(config)));
         }
         List<Sandbox> up = new ArrayList<>();
+        ObjectNode many = m.putObject("clonesAtOnce");
+        many.put("requested", o.clones());
+        ArrayNode errors = many.putArray("errors");
         try {
             for (CompletableFuture<Sandbox> f : starting) {
-                up.add(f.join());
+                try {
+                    up.add(f.join());
+                } catch (java.util.concurrent.CompletionException e) {
+                    Throwable c = e.getCause() != null ? e.getCause() : e;
+                    errors.add(c.getClass().getSimpleName() + ": "
+                            + String.valueOf(c.getMessage()).lines().findFirst().orElse(""));
+                }
             }
-            ObjectNode many = m.putObject("clonesAtOnce");
+            // A start that failed (typed, with its reason) is recorded; the others are measured.
             many.put("count", up.size());
+            many.put("failed", o.clones() - up.size());
             many.put("allReadyMillis", millis(t0));
-            Thread.sleep(2000);
+            many.put("restored", up.stream().filter(s -> s.bootReport().restored()).count());
+            Thread.sleep(config.idlePause().toMillis() + 2000); // idle: paused by now
             ArrayNode each = many.putArray("each");
             long pss = 0;
             long priv = 0;
             long own = 0;
+            List<Long> pids = new ArrayList<>();
             for (Sandbox s : up) {
-                Smaps sm = Smaps.of(BackendAdmin.qemuPid(s).orElseThrow());
+                long pid = BackendAdmin.qemuPid(s).orElseThrow();
+                pids.add(pid);
+                Smaps sm = Smaps.of(pid);
                 each.add(sm.toJson());
                 pss += sm.pssKiB();
                 priv += sm.privateKiB();
                 own += sm.ownKiB();
             }
+            ArrayNode cpu = many.putArray("idleCpuPercentEach");
+            cpuPercentEach(pids, Duration.ofSeconds(5)).forEach(cpu::add);
             many.put("ownKiBTotal", own);
             many.put("pssKiBTotal", pss);
             many.put("privateKiBTotal", priv);
@@ -433,6 +582,98 @@ public final class Bench {
                 f.thenAccept(Sandbox::close).exceptionally(e -> null).join();
             }
         }
+    }
+
+    /**
+     * An idle clone's CPU, running ({@code idlePause} off) and paused (the default), each over 5 s
+     * after its warm-up; then what a request pays to wake a paused one: a render right after the
+     * resume, against the same render right after it in the same, running, sandbox.
+     */
+    private void idleCpu(QemuVmBackend clones) throws Exception {
+        ObjectNode n = out.putObject("idleCpu");
+        n.put("idlePauseMillis", config.idlePause().toMillis());
+        n.put("windowMillis", 5000);
+        try (Sandbox s = clones.start(config.newBuilder().idlePause(Duration.ZERO).build())) {
+            SandboxPool.warmUp(s);
+            Thread.sleep(2000);
+            putCpuPercent(n, "runningPercent", BackendAdmin.qemuPid(s).orElseThrow(), Duration.ofSeconds(5));
+        }
+        checkpoint();
+        try (Sandbox s = clones.start(config)) {
+            SandboxPool.warmUp(s);
+            Thread.sleep(config.idlePause().toMillis() + 2000);
+            putCpuPercent(n, "pausedPercent", BackendAdmin.qemuPid(s).orElseThrow(), Duration.ofSeconds(5));
+            List<Long> resumed = new ArrayList<>();
+            List<Long> running = new ArrayList<>();
+            for (int i = 0; i < 5; i++) {
+                Thread.sleep(config.idlePause().toMillis() + 500); // paused again
+                long a = System.nanoTime();
+                s.render(RenderRequest.svg(SVG));
+                resumed.add(System.nanoTime() - a);
+                long b = System.nanoTime();
+                s.render(RenderRequest.svg(SVG)); // right after: still running
+                running.add(System.nanoTime() - b);
+            }
+            n.set("svgRenderAfterPause", series(resumed));
+            n.set("svgRenderRunning", series(running));
+        }
+    }
+
+    /**
+     * Documents through the default pool ({@code SandboxPool.builder(backend, config).build()}: a
+     * fresh clone per document, one restored ahead): one client sending the next document when
+     * the last came back, then two clients at once; documents per minute and their latency.
+     */
+    private void documentsPerMinute(QemuVmBackend clones) throws Exception {
+        ObjectNode n = out.putObject("documentsPerMinute");
+        int docs = Math.max(10, o.renders());
+        for (int clients : new int[] {1, 2}) {
+            try (SandboxPool pool = SandboxPool.builder(clones, config).build()) {
+                pool.warmUp();
+                List<Long> latency = java.util.Collections.synchronizedList(new ArrayList<>());
+                java.util.concurrent.atomic.AtomicInteger left = new java.util.concurrent.atomic.AtomicInteger(docs);
+                long t0 = System.nanoTime();
+                List<CompletableFuture<Void>> running = new ArrayList<>();
+                for (int c = 0; c < clients; c++) {
+                    running.add(CompletableFuture.runAsync(() -> {
+                        while (left.getAndDecrement() > 0) {
+                            long a = System.nanoTime();
+                            pool.render(RenderRequest.svg(SVG));
+                            latency.add(System.nanoTime() - a);
+                        }
+                    }));
+                }
+                for (CompletableFuture<Void> f : running) {
+                    f.join();
+                }
+                long wall = System.nanoTime() - t0;
+                ObjectNode r = n.putObject(clients == 1 ? "oneClient" : "twoClients");
+                r.put("documents", docs);
+                r.put("wallMillis", wall / 1_000_000);
+                r.put("perMinute", Math.round(docs * 60e9 / wall * 10) / 10.0);
+                r.set("latency", series(new ArrayList<>(latency)));
+                SandboxPool.PoolStats st = pool.stats();
+                r.put("restored", st.restored());
+                r.put("coldBooted", st.started());
+            }
+            checkpoint();
+        }
+    }
+
+    /** CPU of each of {@code pids} over the same {@code window}, as a percentage of one core. */
+    static List<Double> cpuPercentEach(List<Long> pids, Duration window) throws IOException, InterruptedException {
+        long[] a = new long[pids.size()];
+        for (int i = 0; i < a.length; i++) {
+            a[i] = cpuNanos(pids.get(i));
+        }
+        long t = System.nanoTime();
+        Thread.sleep(window.toMillis());
+        double seconds = (System.nanoTime() - t) / 1e9;
+        List<Double> pct = new ArrayList<>();
+        for (int i = 0; i < a.length; i++) {
+            pct.add(Math.round((cpuNanos(pids.get(i)) - a[i]) / 1e9 / seconds * 1000) / 10.0);
+        }
+        return pct;
     }
 
     /**

@@ -23,7 +23,13 @@ final class Summary {
                 .append(h.path("java").asText()).append(".\n\nImage:");
         h.path("image").fields().forEachRemaining(e -> md.append(" `").append(e.getKey()).append("` ")
                 .append(e.getValue().asText(), 0, 16).append("…"));
-        md.append("\n\n## Goals (issue #8)\n\n| goal | value | target | met | detail |\n| --- | --- | --- | --- | --- |\n");
+        if (r.path("failedSections").size() > 0) {
+            md.append("\n\n**Steps that failed** (recorded as failed; the run went on):\n");
+            for (JsonNode f : r.path("failedSections")) {
+                md.append("\n- ").append(f.path("section").asText()).append(": ").append(f.path("error").asText());
+            }
+        }
+        md.append("\n\n## Goals (issues #8, #22)\n\n| goal | value | target | met | detail |\n| --- | --- | --- | --- | --- |\n");
         for (JsonNode g : r.path("goals")) {
             md.append("| ").append(g.path("goal").asText()).append(" | ").append(g.path("value").isNull() ? "" : g.path("value").asText())
                     .append(" | ").append(g.path("target").asText()).append(" | ")
@@ -38,14 +44,14 @@ final class Summary {
             }
         }
         md.append("\n## Boot, template, restore\n\n| what | figure |\n| --- | --- |\n");
-        row(md, "cold boot to READY", r.path("coldBoot").path("readyMillis").asLong() + " ms");
+        row(md, "cold boot to READY", failedOr(r.path("coldBoot"), r.path("coldBoot").path("readyMillis").asLong() + " ms"));
         r.path("coldBoot").path("phases").fields().forEachRemaining(e ->
                 row(md, "&nbsp;&nbsp;cold boot phase `" + e.getKey() + "`", e.getValue().asLong() + " ms"));
         JsonNode t = r.path("templateBuild");
-        row(md, "template build (boot + save)", t.path("wallMillis").asLong() + " ms (boot " + t.path("bootMillis")
+        row(md, "template build (boot + save)", t.has("failed") ? "failed: " + t.path("failed").asText() : t.path("wallMillis").asLong() + " ms (boot " + t.path("bootMillis")
                 .asLong() + " ms, save " + t.path("saveMillis").asLong() + " ms, " + t.path("mode").asText() + ", state "
                 + t.path("stateBytes").asLong() / 1024 + " KiB)");
-        row(md, "restore to READY (clones in a row)", r.path("restore").path("readyMillis").toString() + " ms");
+        row(md, "restore to READY (clones in a row)", failedOr(r.path("restore"), r.path("restore").path("readyMillis") + " ms"));
         r.path("restore").path("phases").fields().forEachRemaining(e ->
                 row(md, "&nbsp;&nbsp;restore phase `" + e.getKey() + "`", e.getValue().asLong() + " ms"));
         series(md, "pool acquire (idle clones ready)", r.path("poolAcquire"));
@@ -63,7 +69,51 @@ final class Summary {
                     .path(w.getKey()))).append(" | ").append(cell(r.path("render").path("pdf").path(w.getKey())))
                     .append(" |\n");
         }
+        JsonNode ratios = r.path("ratios");
+        if (ratios.isObject()) {
+            md.append("\nRatios of p50s: fresh clone per request (pool) / warm sandbox — SVG ")
+                    .append(ratios.path("svg").path("clonePerRequestOverWarmSandbox").asText("?")).append(", PDF ")
+                    .append(ratios.path("pdf").path("clonePerRequestOverWarmSandbox").asText("?"))
+                    .append("; / fresh JVM per request — SVG ")
+                    .append(ratios.path("svg").path("clonePerRequestOverJvmPerRequest").asText("?")).append(", PDF ")
+                    .append(ratios.path("pdf").path("clonePerRequestOverJvmPerRequest").asText("?")).append(".\n");
+        }
+        JsonNode idleCpu = r.path("idleCpu");
+        if (idleCpu.has("failed") || idleCpu.has("skipped")) {
+            md.append("\n## Idle CPU\n\n").append(idleCpu.has("failed") ? "failed: " + idleCpu.path("failed").asText()
+                    : "skipped: " + idleCpu.path("skipped").asText()).append("\n");
+        } else if (idleCpu.isObject()) {
+            md.append("\n## Idle CPU (one warmed clone, ").append(idleCpu.path("windowMillis").asLong())
+                    .append(" ms window)\n\n| what | figure |\n| --- | --- |\n");
+            row(md, "running idle (idlePause off)", idleCpu.path("runningPercent").asText() + " % of a core");
+            row(md, "paused (idlePause " + idleCpu.path("idlePauseMillis").asLong() + " ms)",
+                    idleCpu.path("pausedPercent").asText() + " % of a core");
+            series(md, "SVG render right after a resume", idleCpu.path("svgRenderAfterPause"));
+            series(md, "SVG render in the same sandbox, running", idleCpu.path("svgRenderRunning"));
+        }
+        JsonNode docs = r.path("documentsPerMinute");
+        if (docs.has("failed") || docs.has("skipped")) {
+            md.append("\n## Documents per minute\n\n").append(docs.has("failed") ? "failed: "
+                    + docs.path("failed").asText() : "skipped: " + docs.path("skipped").asText()).append("\n");
+        } else if (docs.isObject()) {
+            md.append("\n## Documents per minute (the default pool: a fresh clone each, one restored ahead)\n\n")
+                    .append("| clients | documents | per minute | latency p50 / p99 (n) | restored / cold-booted |\n")
+                    .append("| --- | --- | --- | --- | --- |\n");
+            for (String k : new String[] {"oneClient", "twoClients"}) {
+                JsonNode d = docs.path(k);
+                if (d.isObject()) {
+                    md.append("| ").append(k.equals("oneClient") ? 1 : 2).append(" | ").append(d.path("documents").asInt())
+                            .append(" | ").append(d.path("perMinute").asText()).append(" | ")
+                            .append(cell(d.path("latency"))).append(" | ").append(d.path("restored").asLong()).append(" / ")
+                            .append(d.path("coldBooted").asLong()).append(" |\n");
+                }
+            }
+        }
         JsonNode m = r.path("memory");
+        if (m.has("failed")) {
+            md.append("\n## Host memory\n\nfailed: ").append(m.path("failed").asText()).append("\n");
+            return md.toString();
+        }
         if (m.has("skipped")) {
             md.append("\n## Host memory\n\nskipped: ").append(m.path("skipped").asText()).append("\n");
             return md.toString();
@@ -83,10 +133,17 @@ final class Summary {
                 .append(many.path("ownKiBTotal").asLong() / 1024 / Math.max(1, n)).append(" MiB | |\n");
         md.append("\nOne idle clone used ").append(idle.path("cpuPercentIdle").asDouble())
                 .append(" % of a host core over 5 s while idle.\n");
-        md.append("\n").append(n).append(" clones started at once were all READY after ")
-                .append(many.path("allReadyMillis").asLong()).append(" ms; MemAvailable with them up: ")
-                .append(many.path("memAvailableKiBWhileUp").asLong() / 1024).append(" MiB.\n");
+        int requested = many.path("requested").asInt(n);
+        md.append("\n").append(requested).append(" clones started at once: ").append(n).append(" READY")
+                .append(requested > n ? " (" + (requested - n) + " failed: " + many.path("errors") + ")" : "")
+                .append(" after ").append(many.path("allReadyMillis").asLong()).append(" ms; MemAvailable with them up: ")
+                .append(many.path("memAvailableKiBWhileUp").asLong() / 1024).append(" MiB; idle CPU of each (% of a core): ")
+                .append(many.path("idleCpuPercentEach")).append(".\n");
         return md.toString();
+    }
+
+    private static String failedOr(JsonNode section, String figure) {
+        return section.has("failed") ? "failed: " + section.path("failed").asText() : figure;
     }
 
     private static void row(StringBuilder md, String what, String figure) {
@@ -98,6 +155,9 @@ final class Summary {
     }
 
     private static String cell(JsonNode s) {
+        if (s.has("failed")) {
+            return "failed: " + s.path("failed").asText();
+        }
         if (s.has("skipped")) {
             return "skipped: " + s.path("skipped").asText();
         }

@@ -55,6 +55,49 @@ class SummaryTest {
     }
 
     @Test
+    void aRunWhoseStepsFailedSaysWhichAndKeepsEverythingElse() {
+        ObjectNode r = JsonNodeFactory.instance.objectNode();
+        r.putObject("host").put("arch", "x86_64").put("qemuVersion", "7.2.22").put("accelerator", "tcg");
+        r.putObject("coldBoot").put("readyMillis", 66_000);
+        r.set("restore", Bench.failed("BootFailedException: sandbox x did not become ready"));
+        ObjectNode svg = r.putObject("render").putObject("svg");
+        svg.set("warmSandbox", Bench.series(List.of(500_000_000L, 510_000_000L, 520_000_000L)));
+        svg.set("clonePerRequest", Bench.series(List.of(600_000_000L, 700_000_000L, 800_000_000L)));
+        svg.set("jvmPerRequest", Bench.series(List.of(700_000_000L, 720_000_000L, 740_000_000L)));
+        r.set("ratios", Bench.ratios(r.path("render")));
+        r.putObject("idleCpu").put("idlePauseMillis", 1000).put("windowMillis", 5000).put("runningPercent", 34.1)
+                .put("pausedPercent", 0.2);
+        r.putObject("documentsPerMinute").putObject("oneClient").put("documents", 20).put("perMinute", 41.5)
+                .put("restored", 21).put("coldBooted", 0).set("latency", Bench.series(List.of(1_400_000_000L,
+                        1_500_000_000L, 1_600_000_000L)));
+        ObjectNode many = r.putObject("memory").putObject("clonesAtOnce");
+        many.put("requested", 8).put("count", 7).put("failed", 1).put("allReadyMillis", 13_100);
+        many.putArray("errors").add("BootFailedException: sandbox not started: every restore failed");
+        many.putArray("idleCpuPercentEach").add(0.0).add(0.4).add(3.0);
+        r.withArray("failedSections").addObject().put("section", "restore to READY, one clone after another")
+                .put("error", "BootFailedException: sandbox x did not become ready");
+
+        r.set("goals", Goals.evaluate(r));
+        String md = Summary.markdown(r);
+        assertTrue(md.contains("**Steps that failed** (recorded as failed; the run went on):\n\n- restore to READY, "
+                + "one clone after another: BootFailedException: sandbox x did not become ready"), md);
+        assertTrue(md.contains("| restore to READY (clones in a row) | failed: BootFailedException"), md);
+        assertTrue(md.contains("| restore to READY / cold boot to READY |  | <= 0.05 (aim 0.02) | not measured |"),
+                "a failed step is neither met nor missed: " + md);
+        assertTrue(md.contains("fresh clone per request (pool) / warm sandbox — SVG 1.373"), md);
+        assertTrue(md.contains("/ fresh JVM per request — SVG 0.972"), md);
+        assertTrue(md.contains("| CPU of an idle clone (paused after SandboxConfig.idlePause), % of a core | 0.2 | <= 2 "
+                + "| yes | running idle: 34.1 % |"), md);
+        assertTrue(md.contains("| documents per minute through the default pool (fresh clone each), one client | 41.5 |"
+                + " >= 60 | **no** |"), md);
+        assertTrue(md.contains("| clones ready at once (idle CPU of each <= 2 %) | 7.0 | >= 16 | **no** | of 8 started"),
+                md);
+        assertTrue(md.contains("8 clones started at once: 7 READY (1 failed: [\"BootFailedException: sandbox not "
+                + "started: every restore failed\"])"), md);
+        assertTrue(md.contains("| 1 | 20 | 41.5 | 1500.00 / 1600.00 ms (3) | 21 / 0 |"), md);
+    }
+
+    @Test
     void aBootFailureIsRecognisedThroughWhatWrapsIt() {
         io.qvm.BootFailedException boot = new io.qvm.BootFailedException("no READY");
         assertTrue(Bench.bootFailure(boot));
