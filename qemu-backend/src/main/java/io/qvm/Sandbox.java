@@ -47,7 +47,9 @@ public interface Sandbox extends AutoCloseable {
     /**
      * Asks the worker about itself: its wall clock, a few fresh bytes of its {@code /dev/urandom}
      * and how many requests it served — nothing of any document. After a restore from a template
-     * this shows that the clock was set and that the clone's randomness is its own.
+     * this shows that the clone's randomness is its own, and — once gVisor took up the clock the
+     * guest init set, about a second after the restore (or after a resume from an idle pause) —
+     * the host's time; in that window it may show the template's (or the pause's) time.
      *
      * @throws SandboxLostException no answer within the request deadline; the sandbox was stopped
      * @throws SandboxLostException the sandbox died

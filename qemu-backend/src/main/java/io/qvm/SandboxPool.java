@@ -47,7 +47,9 @@ import java.util.function.Function;
  *
  * <p>A background thread keeps {@link Builder#minIdle} fresh sandboxes started ahead (each
  * warmed by {@link #warmUp canned renders}, so a request does not pay a clone's first renders'
- * translation cost), so a request never waits for a restore; at most
+ * translation cost), so a request never waits for a restore — and a request that finds none idle
+ * takes the one being started ahead, whose warm-up then stops, rather than start another beside
+ * it (on a small host both would slow each other down); at most
  * {@link Builder#maxSandboxes} exist at once; a request waits at most
  * {@link Builder#acquireTimeout} for one. A sandbox that died or overran its deadline is dropped.
  * A render whose sandbox crashed is retried once in a fresh sandbox — except when the worker ran
@@ -229,6 +231,10 @@ public final class SandboxPool implements AutoCloseable {
     private final Map<Sandbox, Lease> leases = new IdentityHashMap<>();
     private int live;
     private int starting;
+    /** Starts of sandboxes ahead (the filler's, {@link #warmUp()}'s) now under way. */
+    private int startingAhead;
+    /** Requests waiting for one of those instead of starting a sandbox of their own. */
+    private int claims;
     private boolean closed;
     private String coldBootNotice = "";
     private final Thread filler;
@@ -300,12 +306,14 @@ public final class SandboxPool implements AutoCloseable {
                 }
                 live++;
                 starting++;
+                startingAhead++;
             } finally {
                 lock.unlock();
             }
-            Sandbox s = startReserved(warmUpRender);
+            Sandbox s = startAhead();
             lock.lock();
             try {
+                startingAhead--;
                 if (closed) {
                     dropLocked(s); // the pool was closed while this one started: nobody would ever close it
                     changed.signalAll();
@@ -439,9 +447,14 @@ public final class SandboxPool implements AutoCloseable {
     private Sandbox acquireUncounted(String key) {
         long deadline = System.nanoTime() + acquireTimeout.toNanos();
         boolean startHere = false;
+        boolean claimed = false;
         lock.lock();
         try {
             while (true) {
+                if (claimed) {
+                    claims--;
+                    claimed = false;
+                }
                 if (closed) {
                     throw new PoolClosedException();
                 }
@@ -449,6 +462,24 @@ public final class SandboxPool implements AutoCloseable {
                 if (s != null) {
                     changed.signalAll(); // the filler may top up
                     return s;
+                }
+                if (claims < startingAhead) {
+                    // A sandbox is being started ahead (restored, or warmed): wait for it — it stops
+                    // warming for this request — rather than start one more beside it, which on a
+                    // small host takes the cores both need (a restore and a first render each).
+                    claims++;
+                    claimed = true;
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        throw new PoolTimeoutException(acquireTimeout, maxSandboxes);
+                    }
+                    try {
+                        changed.awaitNanos(left);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new SandboxException("interrupted while waiting for a free sandbox", e);
+                    }
+                    continue;
                 }
                 if (live < maxSandboxes) {
                     live++;
@@ -470,6 +501,9 @@ public final class SandboxPool implements AutoCloseable {
                 }
             }
         } finally {
+            if (claimed) {
+                claims--;
+            }
             lock.unlock();
         }
         // started for this request: it pays the first render itself, a warm-up would only add to it
@@ -663,6 +697,37 @@ public final class SandboxPool implements AutoCloseable {
     /** This pool's closer threads, which {@link #close()} waits for. */
     private final java.util.Set<Thread> closing = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
+    /**
+     * Starts a sandbox ahead for a place reserved under the lock ({@code live++, starting++,
+     * startingAhead++}), warmed unless a request is waiting for it. The caller hands it over
+     * ({@code fresh}) and counts {@code startingAhead} down in one step under the lock, so a
+     * request waiting for it never sees neither.
+     */
+    private Sandbox startAhead() {
+        try {
+            return startReserved(warmUpRender);
+        } catch (RuntimeException e) {
+            lock.lock();
+            try {
+                startingAhead--;
+                changed.signalAll(); // a request that waited for it starts its own
+            } finally {
+                lock.unlock();
+            }
+            throw e;
+        }
+    }
+
+    /** Whether a request waits for a sandbox being started ahead (its warm-up then stops). */
+    private boolean claimed() {
+        lock.lock();
+        try {
+            return claims > 0;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Starts a sandbox for a place reserved under the lock ({@code live++, starting++}). */
     private Sandbox startReserved(boolean warm) {
         Sandbox s = null;
@@ -681,7 +746,7 @@ public final class SandboxPool implements AutoCloseable {
                 lock.unlock();
             }
             if (warm) {
-                warmUp(s);
+                warm(s);
             }
             return s;
         } catch (RuntimeException e) {
@@ -759,6 +824,16 @@ public final class SandboxPool implements AutoCloseable {
 
     static final int WARM_ROUNDS = 3;
 
+    /** {@link #warmUp(Sandbox)}, stopped early when a request waits for this sandbox. */
+    private void warm(Sandbox s) {
+        for (int i = 0; i < WARM_ROUNDS && !claimed(); i++) {
+            s.render(RenderRequest.svg(WARM_SVG));
+            if (!claimed()) {
+                s.render(RenderRequest.pdf(WARM_PDF));
+            }
+        }
+    }
+
     private static final byte[] WARM_SVG = resource("warmup/hello.svg");
     private static final byte[] WARM_PDF = resource("warmup/hello.pdf");
 
@@ -787,15 +862,17 @@ public final class SandboxPool implements AutoCloseable {
                 }
                 live++;
                 starting++;
+                startingAhead++;
             } catch (InterruptedException e) {
                 return;
             } finally {
                 lock.unlock();
             }
             try {
-                Sandbox s = startReserved(warmUpRender);
+                Sandbox s = startAhead();
                 lock.lock();
                 try {
+                    startingAhead--;
                     if (closed) {
                         dropLocked(s);
                     } else {

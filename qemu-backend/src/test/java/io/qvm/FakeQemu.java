@@ -87,6 +87,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *                        the file flood-now appears next to the launcher ({@link FakeQemuHost#floodNow})
  *  forks=N               a restored guest kernel logged N vmgenid reseeds (default 1; 0: none came)
  *  reseeded=0            the init could not reseed the CRNG from the host's seed (default 1)
+ *  initClockOffSeconds=N the init's answer to restore says the guest clock is N s behind what it was sent
+ *                        (its date -s failed)
  *  migrateMillis=N       an outgoing migration (a template's save) takes N ms
  *  cloneExit=N           a clone's QEMU exits with status N right after {@code cont} (a clone lost on its own;
  *                        the template is sound)
@@ -476,7 +478,8 @@ public final class FakeQemu {
             String answer = switch (w[0]) {
                 // like the init: forks= from the kernel's log (scenario "forks", default 1), and
                 // reseeded= whether the host's seed went in (scenario "reseeded", default 1)
-                case ControlProtocol.RESTORE -> ControlProtocol.RESTORED + " " + w[2] + " " + ControlProtocol.CLOCK + w[1]
+                case ControlProtocol.RESTORE -> ControlProtocol.RESTORED + " " + w[2] + " " + ControlProtocol.CLOCK
+                        + (Long.parseLong(w[1]) - Long.parseLong(scenario.getProperty("initClockOffSeconds", "0")))
                         + " " + ControlProtocol.FORKS + scenario.getProperty("forks", "1") + " "
                         + ControlProtocol.RESEEDED + (w.length == 4 ? scenario.getProperty("reseeded", "1") : "0");
                 case ControlProtocol.SET_CLOCK -> ControlProtocol.CLOCK_SET + " " + w[2] + " " + ControlProtocol.CLOCK

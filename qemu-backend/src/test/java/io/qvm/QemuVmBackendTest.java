@@ -626,41 +626,33 @@ class QemuVmBackendTest {
 
     @Test
     @Tag("fault")
-    void aClonesClockThatSettlesLateOnALoadedHostIsWaitedForRatherThanTheCloneRefused() throws Exception {
-        // gVisor's calibrated clock lagged 2.5-12.6 s for over 5 s after restores on a host loaded 8x over its cores.
-        host.set("clockLagMillis", "8000").set("clockSettleMillis", "8000");
+    void aClonesWorkerClockThatLagsIsNotWaitedForItIsNotedAndCatchesUp() throws Exception {
+        // gVisor's calibrated clock takes up the clock the init set at its next update: about a second
+        // here, 2.5-12.6 s for over 5 s on a host loaded 8x over its cores. The clone is not held back.
+        host.set("clockLagMillis", "8000").set("clockSettleMillis", "4000");
         try (QemuVmBackend backend = host.backend().build();
              Sandbox s = backend.start(FakeQemuHost.config().build())) {
             assertTrue(s.bootReport().restored(), s.bootReport()::toString);
             assertEquals(2, host.boots(), "the template VM and one clone: no clone was refused, nothing cold-booted");
-            assertTrue(Math.abs(s.status().wallClockMillis() - System.currentTimeMillis()) <= 2_000);
+            assertTrue(s.bootReport().notes().stream().anyMatch(n -> n.matches(".*the worker's -(79|80)\\d\\d ms from "
+                    + "the host's at its first STATUS.*")), s.bootReport().notes()::toString);
+            assertTrue(s.status().requestsServed() <= 2, "one STATUS at the restore, not a wait for the clock");
+            await().atMost(Duration.ofSeconds(15)).until(
+                    () -> Math.abs(s.status().wallClockMillis() - System.currentTimeMillis()) <= 2_000);
         }
     }
 
     @Test
     @Tag("fault")
-    void aClonesClockThatStaysWithinTwoSecondsButNotHalfASecondIsTakenOnceItHoldsStill() throws Exception {
-        // an aarch64 clone under TCG ran the init's date -s ~0.9 s late: its clock stays that far behind
-        host.set("clockLagMillis", "900");
-        try (QemuVmBackend backend = host.backend().build();
-             Sandbox s = backend.start(FakeQemuHost.config().build())) {
-            assertTrue(s.bootReport().restored(), s.bootReport()::toString);
-            long statuses = s.status().requestsServed();
-            assertTrue(statuses < 60, "taken once it held still for a second, not after 30 s of STATUS (100 ms "
-                    + "apart): " + statuses + " requests served");
-        }
-    }
-
-    @Test
-    @Tag("fault")
-    void aCloneWhoseClockNeverComesWithinTwoSecondsOfTheHostsIsRefusedAndTheSandboxColdBoots() throws Exception {
-        host.set("clockLagMillis", "8000");
+    void aCloneWhoseInitCouldNotSetItsClockIsRefusedAndTheSandboxColdBoots() throws Exception {
+        host.set("initClockOffSeconds", "30");
         List<String> said = new java.util.concurrent.CopyOnWriteArrayList<>();
         try (QemuVmBackend backend = host.backend().progress(said::add).build();
-             Sandbox s = backend.start(FakeQemuHost.config().bootTimeout(java.time.Duration.ofSeconds(90)).build())) {
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
             assertFalse(s.bootReport().restored(), s.bootReport()::toString);
-            assertTrue(said.stream().anyMatch(l -> l.contains("clock is") && l.contains("ms off the host's")),
+            assertTrue(said.stream().anyMatch(l -> l.contains("could not set the restored clone's clock")),
                     said::toString);
+            assertEquals(1, backend.templateStore().list().size(), "the template is not to blame: it stays");
         }
     }
 

@@ -31,6 +31,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -572,6 +573,36 @@ class SandboxPoolTest {
         assertInstanceOf(PoolClosedException.class, e.getCause(), "woken by close, long before its 5 min timeout");
         backend.sandboxes().get(0).worker().close(); // let the stuck request end so that close can finish
         assertThrows(ExecutionException.class, () -> stuck.get(30, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void aRequestThatFindsNoIdleSandboxTakesTheOneBeingStartedAheadRatherThanStartingAnother() throws Exception {
+        backend.closeGate();
+        pool = SandboxPool.builder(backend, CONFIG).minIdle(1).maxSandboxes(4).build();
+        await().atMost(LONG).until(() -> backend.waitingAtGate() == 1); // the filler's start, under way
+        Future<RenderResult> request = threads.submit(() -> pool.render(RenderRequest.svg(doc("a"))));
+        Thread.sleep(500);
+        assertEquals(1, backend.waitingAtGate(), "the request waits for the filler's sandbox, no start of its own");
+        backend.openGate();
+        assertEquals(FakeSandboxBackend.RESULT, request.get(30, TimeUnit.SECONDS));
+        FakeSandbox first = backend.sandboxes().get(0);
+        assertEquals(1, first.requests().size(), "the filler's sandbox served the request, and its warm-up was "
+                + "skipped for it: " + first.requests());
+        await().atMost(LONG).until(() -> pool.stats().idle() == 1); // the filler starts the next one, warmed
+        FakeSandbox next = backend.sandboxes().get(1);
+        assertEquals(2 * SandboxPool.WARM_ROUNDS, next.requests().size(), "no request waited for it: warmed in full");
+    }
+
+    @Test
+    void aRequestWaitingForASandboxStartedAheadStartsItsOwnWhenThatStartFails() throws Exception {
+        backend.closeGate().failNextStarts(1);
+        pool = SandboxPool.builder(backend, CONFIG).minIdle(1).maxSandboxes(4).build();
+        await().atMost(LONG).until(() -> backend.waitingAtGate() == 1);
+        Future<RenderResult> request = threads.submit(() -> pool.render(RenderRequest.svg(doc("b"))));
+        Thread.sleep(300);
+        backend.openGate(); // the filler's start fails; the request starts one of its own
+        assertEquals(FakeSandboxBackend.RESULT, request.get(30, TimeUnit.SECONDS));
+        assertEquals(1, backend.failedStarts());
     }
 
     @Test

@@ -43,9 +43,11 @@ import java.util.function.Predicate;
  * <li>{@code worker-ready}: a fresh HELLO with a new nonce answered. Sent only after the reseed:
  *     the worker drains gVisor's entropy buffer on HELLO, and what refills it must come from
  *     the reseeded CRNG;
- * <li>{@code status-checked}: STATUS until the worker's clock is within {@link #CLOCK_SETTLED}
- *     of the host's (for at most {@link #CLOCK_WAIT}), then judged: off by more than
- *     {@link #MAX_CLOCK_SKEW}, or random bytes an earlier clone reported, refuse the clone.
+ * <li>{@code status-checked}: one STATUS, answered with random bytes no earlier clone of this
+ *     template reported (else the template is refused: its clones would share randomness). The
+ *     worker's wall clock in it is noted, not waited for: gVisor's sentry takes up the clock the
+ *     init set at its next calibration, about a second later (it is the guest kernel's clock, in
+ *     the init's answer, that must be within {@link #MAX_CLOCK_SKEW} of the host's).
  * </ol>
  *
  * A {@link TemplateException} blames the template (the caller deletes it); any other failure
@@ -53,15 +55,10 @@ import java.util.function.Predicate;
  */
 final class CloneRestore {
 
-    static final Duration CLOCK_SETTLED = Duration.ofMillis(500);
-    static final Duration CLOCK_WAIT = Duration.ofSeconds(30);
-    /** A skew that moved less than {@link #CLOCK_STEADY_DRIFT} over this long is where the clock will stay. */
-    static final Duration CLOCK_STEADY = Duration.ofSeconds(1);
-    static final Duration CLOCK_STEADY_DRIFT = Duration.ofMillis(100);
-    /** A steady skew is taken only this far inside {@link #MAX_CLOCK_SKEW}, so {@link #check}'s later look still passes. */
-    static final Duration CLOCK_STEADY_MAX = Duration.ofMillis(1500);
-
-    /** A restored worker whose clock is further off than this from the host's is refused. */
+    /**
+     * A clone whose guest kernel's clock, as the init reports it right after setting it, is further
+     * off than this from the host's (plus a second: the init answers in whole seconds) is refused.
+     */
     public static final Duration MAX_CLOCK_SKEW = Duration.ofSeconds(2);
 
     private CloneRestore() {
@@ -92,6 +89,7 @@ final class CloneRestore {
                     hostSeed ? Optional.of(GuestControl.freshSeed()) : Optional.empty(),
                     Deadlines.remaining(deadline, Duration.ofSeconds(20)));
             phases.put("clock-set", Deadlines.since(startNanos));
+            checkClock(r);
             checkReseed(r, p.vmgenid(), hostSeed);
             Hello hello = Hello.fresh(target.limits());
             Duration helloDeadline = Deadlines.remaining(deadline);
@@ -104,7 +102,7 @@ final class CloneRestore {
             });
             Ready ready = awaitReady(handshake, deadline);
             phases.put("worker-ready", Deadlines.since(startNanos));
-            WorkerStatus status = awaitClock(p.transport(), deadline);
+            WorkerStatus status = QemuSandbox.status(p.transport(), Deadlines.remaining(deadline, Duration.ofSeconds(20)));
             phases.put("status-checked", Deadlines.since(startNanos));
             check(template, status, freshRandom);
             QemuSandbox done = p.toSandbox(new BootReport(target.accel().accelerator().qemuName(), p.machine(),
@@ -121,6 +119,15 @@ final class CloneRestore {
                 Thread.currentThread().interrupt();
             }
             throw p.fail(e);
+        }
+    }
+
+    /** The guest kernel's clock, right after the init set it, is the host's within {@link #MAX_CLOCK_SKEW} (+1 s). */
+    static void checkClock(GuestControl.Restored r) {
+        long skew = Math.abs(r.guestEpochSeconds() * 1000 - System.currentTimeMillis());
+        if (skew > MAX_CLOCK_SKEW.toMillis() + 1000) {
+            throw new SandboxException("the guest init could not set the restored clone's clock: it says "
+                    + r.guestEpochSeconds() + " (epoch seconds), " + skew + " ms off the host's; refusing the clone");
         }
     }
 
@@ -168,64 +175,19 @@ final class CloneRestore {
         target.accel().warning().ifPresent(notes::add);
         String reseeds = r.forks() > 0 && r.reseeded() ? "vmgenid and the host's seed"
                 : r.reseeded() ? "the host's seed" : "vmgenid";
-        notes.add("restored from template " + template.id() + " (" + template.mode().id() + "); worker clock "
-                + (status.wallClockMillis() - System.currentTimeMillis()) + " ms from the host's, random bytes of "
-                + "its own (CRNG reseeded by " + reseeds + ")");
+        notes.add("restored from template " + template.id() + " (" + template.mode().id() + "); guest clock set, the "
+                + "worker's " + (status.wallClockMillis() - System.currentTimeMillis()) + " ms from the host's at its "
+                + "first STATUS (gVisor takes the set clock up within about a second), random bytes of its own (CRNG "
+                + "reseeded by " + reseeds + ")");
         notes.add("worker " + ready.version() + " capabilities " + ready.capabilities());
         return notes;
     }
 
-    /**
-     * The clone's own view of itself: its clock within {@link #MAX_CLOCK_SKEW} of the host's, and
-     * random bytes no earlier clone of this template reported.
-     */
+    /** The clone's own view of itself: random bytes no earlier clone of this template reported. */
     private static void check(Template template, WorkerStatus status, Predicate<String> freshRandom) {
-        long skew = Math.abs(status.wallClockMillis() - System.currentTimeMillis());
-        if (skew > MAX_CLOCK_SKEW.toMillis()) {
-            throw new SandboxException("the restored worker's clock is " + skew + " ms off the host's although the "
-                    + "init set it: refusing the clone");
-        }
         if (!freshRandom.test(status.random())) {
             throw new TemplateException("two clones of template " + template.id() + " read the same bytes from "
                     + "/dev/urandom: their randomness is not their own");
-        }
-    }
-
-    /**
-     * STATUS until the worker's clock is within {@link #CLOCK_SETTLED} of the host's, for at most
-     * {@link #CLOCK_WAIT}. The init sets the guest kernel's clock at once, but gVisor's sentry
-     * keeps its own calibrated clock, updated about once a second; it notices the jump (and falls
-     * back to the guest's clock) at its next update, which after a restore under TCG came 1–2 s
-     * later on a quiet host — and more than 5 s later on a host loaded 8× over its cores, where
-     * clones were refused (2.5–12.6 s off) and each fell back to a cold boot. So it waits up to
-     * 30 s (within the restore's deadline) for the clock to settle; the guarantee, a clock within
-     * {@link #MAX_CLOCK_SKEW}, is unchanged. It stops waiting early for a clock within
-     * {@link #CLOCK_STEADY_MAX} whose skew stayed put (within {@link #CLOCK_STEADY_DRIFT} of where
-     * it was {@link #CLOCK_STEADY} ago): that is the guest kernel's own clock, which the init set in whole
-     * seconds and late by the time a freshly restored guest under TCG takes to run
-     * {@code date} (0.5–1 s measured for aarch64: every clone then waited the whole 30 s), and
-     * waiting longer changes nothing. The last status is returned either way; {@link #check}
-     * judges it.
-     */
-    private static WorkerStatus awaitClock(SandboxTransport transport, long deadline) throws InterruptedException,
-            ExecutionException, TimeoutException {
-        long until = System.nanoTime() + CLOCK_WAIT.toNanos();
-        long steadySince = 0;
-        long steadySkew = Long.MIN_VALUE;
-        while (true) {
-            WorkerStatus st = QemuSandbox.status(transport, Deadlines.remaining(deadline, Duration.ofSeconds(20)));
-            long now = System.nanoTime();
-            long signed = st.wallClockMillis() - System.currentTimeMillis();
-            long skew = Math.abs(signed);
-            if (steadySkew == Long.MIN_VALUE || Math.abs(signed - steadySkew) > CLOCK_STEADY_DRIFT.toMillis()) {
-                steadySkew = signed;
-                steadySince = now;
-            }
-            boolean steady = skew <= CLOCK_STEADY_MAX.toMillis() && now - steadySince >= CLOCK_STEADY.toNanos();
-            if (skew <= CLOCK_SETTLED.toMillis() || steady || now > until) {
-                return st;
-            }
-            Thread.sleep(100);
         }
     }
 }

@@ -187,8 +187,10 @@ public final class QemuSandbox implements Sandbox {
                 if (closed.get() || paused || !qemu.isAlive()) {
                     return;
                 }
-                qmp.stop();
+                // paused first: a stop that timed out may still have stopped the VM, and the next
+                // request's cont is harmless on a running one
                 paused = true;
+                qmp.stop();
             }
             pauses.incrementAndGet();
             LOG.log(System.Logger.Level.DEBUG, "sandbox " + id + " paused after " + idlePause.toMillis()

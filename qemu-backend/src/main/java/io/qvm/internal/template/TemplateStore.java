@@ -243,12 +243,22 @@ public final class TemplateStore {
                 Path ramFile = tmp.resolve(Template.RAM);
                 privateFile(ramFile);
                 ram = facts(ramFile, Sha256.of(ramFile));
-                FULLY_VERIFIED.add(verifiedKey(root.resolve(key.id()).resolve(Template.RAM), ram));
             }
             privateFile(state);
+            TemplateMeta.FileFacts stateFacts = facts(state, Sha256.of(state));
             TemplateMeta meta = new TemplateMeta(TemplateKey.FORMAT, key.hash(), key.inputs(), mode.id(),
                     built.memoryMib(), Instant.now().toString(), Posix.supported(tmp) ? Posix.currentUid() : -1,
-                    built.bootMillis(), built.saveMillis(), facts(state, Sha256.of(state)), ram);
+                    built.bootMillis(), built.saveMillis(), stateFacts, ram);
+            // hashed just now: recorded under the paths they will have once moved into place
+            Path finalDir = root.resolve(key.id());
+            for (Map.Entry<String, TemplateMeta.FileFacts> f : ram == null ? Map.of(Template.STATE, stateFacts).entrySet()
+                    : Map.of(Template.STATE, stateFacts, Template.RAM, ram).entrySet()) {
+                String vk = verifiedKey(finalDir.resolve(f.getKey()), f.getValue());
+                FULLY_VERIFIED.add(vk);
+                if (f.getValue().inode() >= 0 && f.getValue().ctime() >= 0) {
+                    record(tmp, vk);
+                }
+            }
             Path metaFile = tmp.resolve(Template.META);
             meta.write(metaFile);
             privateFile(metaFile);
@@ -291,7 +301,7 @@ public final class TemplateStore {
         if (!key.hash().equals(meta.key()) || !key.inputs().equals(meta.inputs())) {
             return Optional.of("its meta.json names another key");
         }
-        Optional<String> p = check(dir.resolve(Template.STATE), meta.state(), true);
+        Optional<String> p = check(dir.resolve(Template.STATE), meta.state());
         if (p.isPresent()) {
             return p;
         }
@@ -299,24 +309,99 @@ public final class TemplateStore {
             if (meta.ram() == null) {
                 return Optional.of("meta.json describes no RAM file");
             }
-            Path ram = dir.resolve(Template.RAM);
-            p = check(ram, meta.ram(), false);
+            p = check(dir.resolve(Template.RAM), meta.ram());
             if (p.isPresent()) {
                 return p;
             }
-            String vk = verifiedKey(ram, meta.ram());
-            if (!FULLY_VERIFIED.contains(vk)) {
-                String sha = Sha256.of(ram);
-                if (!sha.equals(meta.ram().sha256())) {
-                    return Optional.of("the RAM file's SHA-256 is " + sha + ", meta.json says " + meta.ram().sha256());
-                }
-                FULLY_VERIFIED.add(vk);
-            }
+        }
+        p = hashed(dir, Template.STATE, "the state file", meta.state());
+        if (p.isPresent() || meta.templateMode() != TemplateMode.SHARED_RAM) {
+            return p;
+        }
+        return hashed(dir, Template.RAM, "the RAM file", meta.ram());
+    }
+
+    /**
+     * Where the SHA-256 of a template file that {@link #check} found unchanged (owner, mode, size,
+     * inode, ctime as recorded) was already compared: once per process ({@link #FULLY_VERIFIED}),
+     * and across processes in {@value #VERIFIED} — one line per file, its path, inode, ctime, size
+     * and hash — so that a one-shot {@code qvm render} does not read a 1 GiB RAM file, or a
+     * full template's state, on every run. A line counts only while the file still has that
+     * inode and ctime: any write, truncation, chmod or utime moves the ctime, which no
+     * unprivileged process can set back. Where the file system has no inode or ctime (-1), the
+     * record is neither read nor written: the hash is compared once per process.
+     */
+    private Optional<String> hashed(Path dir, String name, String what, TemplateMeta.FileFacts want)
+            throws IOException {
+        Path file = dir.resolve(name);
+        String vk = verifiedKey(file, want);
+        if (FULLY_VERIFIED.contains(vk)) {
+            return Optional.empty();
+        }
+        boolean stable = want.inode() >= 0 && want.ctime() >= 0;
+        if (stable && recorded(dir).contains(vk)) {
+            FULLY_VERIFIED.add(vk);
+            return Optional.empty();
+        }
+        HASHED.incrementAndGet();
+        String sha = Sha256.of(file);
+        if (!sha.equals(want.sha256())) {
+            return Optional.of(what + "'s SHA-256 is " + sha + ", meta.json says " + want.sha256());
+        }
+        FULLY_VERIFIED.add(vk);
+        if (stable) {
+            record(dir, vk);
         }
         return Optional.empty();
     }
 
-    private static Optional<String> check(Path file, TemplateMeta.FileFacts want, boolean hash) throws IOException {
+    private static final java.util.concurrent.atomic.AtomicLong HASHED = new java.util.concurrent.atomic.AtomicLong();
+
+    /** How many template files this process hashed to verify them (a test's view). */
+    static long hashesComputed() {
+        return HASHED.get();
+    }
+
+    /** Forgets what this process verified, as a new process would start (a test's seam). */
+    static void forgetVerifiedInThisProcess() {
+        FULLY_VERIFIED.clear();
+    }
+
+    /** The record of hashes compared in earlier processes, next to the template's files. */
+    static final String VERIFIED = "verified";
+
+    /** The lines of {@value #VERIFIED}, or none when it is absent, not ours alone, or unreadable. */
+    private static Set<String> recorded(Path dir) {
+        Path f = dir.resolve(VERIFIED);
+        try {
+            if (!Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS) || owned(f).isPresent() || Files.size(f) > 64 * 1024) {
+                return Set.of();
+            }
+            return Set.copyOf(Files.readAllLines(f, java.nio.charset.StandardCharsets.UTF_8));
+        } catch (IOException | RuntimeException e) {
+            return Set.of();
+        }
+    }
+
+    /** Adds {@code line} to {@value #VERIFIED} (written aside, 0400, then moved into place); best effort. */
+    private static void record(Path dir, String line) {
+        java.util.Set<String> lines = new java.util.TreeSet<>(recorded(dir));
+        lines.add(line);
+        Path tmp = dir.resolve(".verified-" + random());
+        try {
+            Files.write(tmp, lines, java.nio.charset.StandardCharsets.UTF_8, java.nio.file.StandardOpenOption.CREATE_NEW,
+                    java.nio.file.StandardOpenOption.WRITE);
+            if (Posix.supported(tmp)) {
+                Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("r--------"));
+            }
+            Files.move(tmp, dir.resolve(VERIFIED), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } catch (IOException | RuntimeException e) {
+            LOG.log(System.Logger.Level.DEBUG, "could not record a verified hash in " + dir + ": " + e);
+            deleteQuietly(tmp);
+        }
+    }
+
+    private static Optional<String> check(Path file, TemplateMeta.FileFacts want) throws IOException {
         String name = file.getFileName().toString();
         if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
             return Optional.of(name + " is missing or not a regular file");
@@ -335,12 +420,6 @@ public final class TemplateStore {
         TemplateMeta.FileFacts have = facts(file, want.sha256());
         if (have.inode() != want.inode() || have.ctime() != want.ctime()) {
             return Optional.of(name + " was changed after the template was saved (inode/ctime differ)");
-        }
-        if (hash) {
-            String sha = Sha256.of(file);
-            if (!sha.equals(want.sha256())) {
-                return Optional.of(name + "'s SHA-256 is " + sha + ", meta.json says " + want.sha256());
-            }
         }
         return Optional.empty();
     }

@@ -189,6 +189,51 @@ class TemplateStoreTest {
     }
 
     @Test
+    void hashesComparedOnceAreRecordedAndNotReadAgainByTheNextProcessWhileTheFilesAreUnchanged() throws Exception {
+        Template t = obtain();
+        Path record = t.dir().resolve(TemplateStore.VERIFIED);
+        assertEquals("r--------", PosixFilePermissions.toString(Files.getPosixFilePermissions(record)));
+        assertEquals(2, Files.readAllLines(record).size(), "the state and the RAM file, hashed by the build: "
+                + Files.readAllLines(record));
+        TemplateStore.forgetVerifiedInThisProcess(); // as a new process starts
+        long before = TemplateStore.hashesComputed();
+        assertTrue(store.find(KEY).template().isPresent());
+        assertEquals(before, TemplateStore.hashesComputed(), "the record stands for both hashes");
+
+        // a file changed since: its inode/ctime no longer match the record (nor meta.json)
+        flipByte(t.stateFile(), 0);
+        TemplateStore.Lookup l = store.find(KEY);
+        assertTrue(l.refused(), l.why());
+        assertTrue(l.why().contains("was changed after the template was saved"), l.why());
+    }
+
+    @Test
+    void aRecordNotOursAloneIsIgnoredTheHashesAreComparedAgainAndItIsWrittenAnew() throws Exception {
+        Template t = obtain();
+        Path record = t.dir().resolve(TemplateStore.VERIFIED);
+        Files.setPosixFilePermissions(record, PosixFilePermissions.fromString("rw-rw-rw-"));
+        TemplateStore.forgetVerifiedInThisProcess();
+        long before = TemplateStore.hashesComputed();
+        assertTrue(store.find(KEY).template().isPresent());
+        assertEquals(before + 2, TemplateStore.hashesComputed(), "both files hashed again");
+        assertEquals("r--------", PosixFilePermissions.toString(Files.getPosixFilePermissions(record)));
+        TemplateStore.forgetVerifiedInThisProcess();
+        assertTrue(store.find(KEY).template().isPresent());
+        assertEquals(before + 2, TemplateStore.hashesComputed(), "the new record stands");
+    }
+
+    @Test
+    void aRecordedHashDoesNotStandForAnotherOneInMetaJson() throws Exception {
+        Template t = obtain();
+        rewriteMeta(t, m -> withState(m, new TemplateMeta.FileFacts(m.state().bytes(), "00".repeat(32),
+                m.state().inode(), m.state().ctime())));
+        TemplateStore.forgetVerifiedInThisProcess();
+        TemplateStore.Lookup l = store.find(KEY);
+        assertTrue(l.refused(), l.why());
+        assertTrue(l.why().contains("the state file's SHA-256 is"), l.why());
+    }
+
+    @Test
     void aFullModeTemplateHasNoRamFile() {
         Template t = store.obtain(KEY, TemplateMode.FULL, builder, progress::add);
         assertEquals(TemplateMode.FULL, t.mode());
@@ -235,7 +280,7 @@ class TemplateStoreTest {
     @Test
     void aStateWhoseHashDiffersFromMetaIsRefused() throws Exception {
         // the file untouched (size, inode, ctime as recorded): only its content hash can tell
-        assertRefusedAndRebuilt("state's SHA-256 is", t -> rewriteMeta(t, m -> withState(m,
+        assertRefusedAndRebuilt("the state file's SHA-256 is", t -> rewriteMeta(t, m -> withState(m,
                 new TemplateMeta.FileFacts(m.state().bytes(), "00".repeat(32), m.state().inode(), m.state().ctime()))));
     }
 

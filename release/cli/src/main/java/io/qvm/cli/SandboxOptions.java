@@ -31,6 +31,11 @@ public final class SandboxOptions {
     @Option(names = "--request-timeout", paramLabel = "SECONDS", description = "Deadline per request (default 60).")
     Integer requestTimeoutSeconds;
 
+    @Option(names = "--idle-pause", paramLabel = "MILLIS", description = "Pause a sandbox's VM after this many ms "
+            + "without a request, 100..3600000, or 0: never (default 1000). A paused VM takes no CPU; the next request "
+            + "resumes it and sets its clock first.")
+    Long idlePauseMillis;
+
     /**
      * The configuration.
      *
@@ -56,6 +61,9 @@ public final class SandboxOptions {
         if (requestTimeoutSeconds != null) {
             b.requestTimeout(Duration.ofSeconds(requestTimeoutSeconds));
         }
+        if (idlePauseMillis != null) {
+            b.idlePause(Duration.ofMillis(idlePauseMillis));
+        }
         return b.build();
     }
 
@@ -68,6 +76,7 @@ public final class SandboxOptions {
         add(a, "--memory", memoryMib);
         add(a, "--boot-timeout", bootTimeoutSeconds);
         add(a, "--request-timeout", requestTimeoutSeconds);
+        add(a, "--idle-pause", idlePauseMillis);
         return a;
     }
 

@@ -547,8 +547,9 @@ public final class Bench {
                     up.add(f.join());
                 } catch (java.util.concurrent.CompletionException e) {
                     Throwable c = e.getCause() != null ? e.getCause() : e;
-                    errors.add(c.getClass().getSimpleName() + ": "
-                            + String.valueOf(c.getMessage()).lines().findFirst().orElse(""));
+                    String why = c.getClass().getSimpleName() + ": "
+                            + String.valueOf(c.getMessage()).lines().findFirst().orElse("");
+                    errors.add(why.length() > 400 ? why.substring(0, 400) + "…" : why);
                 }
             }
             // A start that failed (typed, with its reason) is recorded; the others are measured.
