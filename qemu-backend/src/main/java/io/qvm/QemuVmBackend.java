@@ -165,23 +165,30 @@ public final class QemuVmBackend implements SandboxBackend {
 
     /**
      * Every clone of a sound template failed on its own — most often a restore that missed its
-     * deadline on a loaded host. One such start at a time cold-boots instead, within what is left
-     * of its deadline; while it runs, every other one fails at once with the clones' reason,
-     * rather than each adding the heaviest start there is to the load that made its clones fail
-     * (the bench lost whole runs that way: eight restores at once, one fallback cold boot that
-     * never reached READY).
+     * deadline on a loaded host. Such starts cold-boot instead one at a time, each within what is
+     * left of its own deadline: a start that finds another one cold-booting waits for it (queued),
+     * and one whose deadline passes while it waits fails with the clones' reasons — rather than
+     * each adding the heaviest start there is to the load that made its clones fail (the bench
+     * lost whole runs that way: eight restores at once, then cold boots that never reached READY).
      */
     private Sandbox coldBootInstead(StartPlan plan, long deadline, List<String> earlier,
             TemplateStarts.RestoresFailed failed) {
         SandboxException last = failed.last();
-        if (!fallbackColdBoot.tryAcquire()) {
-            BootFailedException e = new BootFailedException("sandbox not started: every restore from template "
-                    + failed.template().id() + " failed (" + String.join("; ", earlier) + "), and another sandbox of"
-                    + " this backend is already cold-booting in place of its clones, so this one is not (a cold boot"
-                    + " is the heaviest start there is, and this host is loaded). Try again (a SandboxPool does), start"
-                    + " fewer sandboxes at once, or raise SandboxConfig.bootTimeout", last, last.consoleTail(),
+        boolean slot;
+        try {
+            slot = fallbackColdBoot.tryAcquire(Deadlines.remaining(deadline).toNanos(),
+                    java.util.concurrent.TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new SandboxException("interrupted while waiting to cold-boot in place of failed clones", e);
+        }
+        if (!slot) {
+            throw new BootFailedException("sandbox not started: every restore from template "
+                    + failed.template().id() + " failed (" + String.join("; ", earlier) + "), and its boot deadline"
+                    + " passed while other sandboxes of this backend cold-booted in place of their clones, one at a"
+                    + " time (a cold boot is the heaviest start there is, and this host is loaded). Start fewer"
+                    + " sandboxes at once, or raise SandboxConfig.bootTimeout", last, last.consoleTail(),
                     last.stderrTail());
-            throw e;
         }
         try {
             String note = "cold-booting in place of the failed clones of template " + failed.template().id();

@@ -448,9 +448,11 @@ public final class SandboxPool implements AutoCloseable {
         long deadline = System.nanoTime() + acquireTimeout.toNanos();
         boolean startHere = false;
         boolean claimed = false;
+        boolean waitedEnough = false;
         lock.lock();
         try {
             while (true) {
+                boolean wasClaimed = claimed;
                 if (claimed) {
                     claims--;
                     claimed = false;
@@ -458,28 +460,29 @@ public final class SandboxPool implements AutoCloseable {
                 if (closed) {
                     throw new PoolClosedException();
                 }
-                Sandbox s = takeIdle(key);
+                // fresh sandboxes go to the requests that waited for them first
+                Sandbox s = takeIdle(key, wasClaimed || fresh.size() > claims);
                 if (s != null) {
                     changed.signalAll(); // the filler may top up
                     return s;
                 }
-                if (claims < startingAhead) {
+                if (!waitedEnough && claims < startingAhead) {
                     // A sandbox is being started ahead (restored, or warmed): wait for it — it stops
                     // warming for this request — rather than start one more beside it, which on a
                     // small host takes the cores both need (a restore and a first render each).
-                    claims++;
-                    claimed = true;
                     long left = deadline - System.nanoTime();
-                    if (left <= 0) {
-                        throw new PoolTimeoutException(acquireTimeout, maxSandboxes);
+                    if (left > 0) {
+                        claims++;
+                        claimed = true;
+                        try {
+                            changed.awaitNanos(left);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            throw new SandboxException("interrupted while waiting for a free sandbox", e);
+                        }
+                        continue;
                     }
-                    try {
-                        changed.awaitNanos(left);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        throw new SandboxException("interrupted while waiting for a free sandbox", e);
-                    }
-                    continue;
+                    waitedEnough = true; // past its acquire timeout: one of its own where there is room
                 }
                 if (live < maxSandboxes) {
                     live++;
@@ -510,8 +513,11 @@ public final class SandboxPool implements AutoCloseable {
         return startHere ? startReserved(false) : null;
     }
 
-    /** Under the lock: a live sandbox this request may use, or null. Dead ones are dropped. */
-    private Sandbox takeIdle(String key) {
+    /**
+     * Under the lock: a live sandbox this request may use, or null; a fresh one only if
+     * {@code freshToo}. Dead ones are dropped.
+     */
+    private Sandbox takeIdle(String key, boolean freshToo) {
         if (reuses(key)) {
             Deque<Sandbox> mine = reusable.get(key);
             Sandbox s;
@@ -525,7 +531,7 @@ public final class SandboxPool implements AutoCloseable {
             }
         }
         Sandbox s;
-        while ((s = fresh.pollFirst()) != null) {
+        while (freshToo && (s = fresh.pollFirst()) != null) {
             if (usable(s, false)) {
                 return s;
             }
@@ -706,7 +712,7 @@ public final class SandboxPool implements AutoCloseable {
     private Sandbox startAhead() {
         try {
             return startReserved(warmUpRender);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             lock.lock();
             try {
                 startingAhead--;
@@ -749,7 +755,7 @@ public final class SandboxPool implements AutoCloseable {
                 warm(s);
             }
             return s;
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) { // an Error too: the place reserved for it is given back
             failedStarts.incrementAndGet();
             lock.lock();
             try {

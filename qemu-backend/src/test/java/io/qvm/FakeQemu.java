@@ -94,7 +94,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *                        the template is sound)
  *  slowBootFrom=K        boots K and later (counting the template VM's) open the worker's port …
  *  slowBootMillis=M      … M ms late (a cold boot on a loaded host)
- *  setclock=silent       the init never answers {@code setclock} (a guest that does not come back from a pause)
+ *  setclock=silent       the init never answers {@code setclock} (a guest that does not come back from a pause);
+ *  setclock=unknown      … answers it as an unknown command (an init older than the word)
  * </pre>
  */
 public final class FakeQemu {
@@ -466,6 +467,12 @@ public final class FakeQemu {
             String[] w = line.split(" ");
             log("control " + w[0]);
             if (w[0].equals(ControlProtocol.SET_CLOCK) && "silent".equals(scenario.getProperty("setclock"))) {
+                continue;
+            }
+            if (w[0].equals(ControlProtocol.SET_CLOCK) && "unknown".equals(scenario.getProperty("setclock"))) {
+                out.write((ControlProtocol.ERROR + " " + w[2] + " " + ControlProtocol.UNKNOWN_COMMAND + "\n")
+                        .getBytes(StandardCharsets.UTF_8));
+                out.flush();
                 continue;
             }
             if ((w[0].equals(ControlProtocol.RESTORE) || w[0].equals(ControlProtocol.SET_CLOCK)) && w.length >= 3) {

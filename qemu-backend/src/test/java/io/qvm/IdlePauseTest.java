@@ -117,6 +117,21 @@ class IdlePauseTest {
     }
 
     @Test
+    void anImageWhoseInitPredatesSetclockStillResumesWithTheClockOfItsPause() throws Exception {
+        host.set("setclock", "unknown");
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().idlePause(Duration.ofMillis(100)).build())) {
+            await().atMost(LONG).until(((QemuSandbox) s)::paused);
+            Thread.sleep(2000);
+            WorkerStatus st = s.status();
+            assertTrue(s.isAlive(), "not lost for an init that does not know the word");
+            long lag = System.currentTimeMillis() - st.wallClockMillis();
+            assertTrue(lag >= 1500, "its clock is the pause's: " + lag + " ms behind");
+            assertArrayEquals(new byte[] {2}, s.echo(new byte[] {2}));
+        }
+    }
+
+    @Test
     void aTemplateVmIsNeverPausedWhileItIsSaved() throws Exception {
         host.set("migrateMillis", "1500"); // the save outlasts the idle pause many times over
         try (QemuVmBackend backend = host.backend().build()) {

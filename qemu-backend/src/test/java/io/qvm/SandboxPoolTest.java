@@ -594,6 +594,18 @@ class SandboxPoolTest {
     }
 
     @Test
+    void aRequestThatWaitedItsAcquireTimeoutForASandboxStartedAheadStartsItsOwnWhereThereIsRoom() throws Exception {
+        backend.closeGate();
+        pool = SandboxPool.builder(backend, CONFIG).minIdle(1).maxSandboxes(4).acquireTimeout(Duration.ofMillis(300))
+                .build();
+        await().atMost(LONG).until(() -> backend.waitingAtGate() == 1);
+        Future<RenderResult> request = threads.submit(() -> pool.render(RenderRequest.svg(doc("c"))));
+        await().atMost(LONG).until(() -> backend.waitingAtGate() == 2); // its own start, not a PoolTimeoutException
+        backend.openGate();
+        assertEquals(FakeSandboxBackend.RESULT, request.get(30, TimeUnit.SECONDS));
+    }
+
+    @Test
     void aRequestWaitingForASandboxStartedAheadStartsItsOwnWhenThatStartFails() throws Exception {
         backend.closeGate().failNextStarts(1);
         pool = SandboxPool.builder(backend, CONFIG).minIdle(1).maxSandboxes(4).build();

@@ -168,6 +168,10 @@ public final class GuestControl implements AutoCloseable {
         while (true) {
             long left = deadline - System.nanoTime();
             String line = left <= 0 ? null : lines.poll(left, TimeUnit.NANOSECONDS);
+            if (line == GONE) { // the port closed (QEMU exited): no answer will come, say so now
+                lines.offer(GONE);
+                line = null;
+            }
             if (line == null) {
                 throw new IOException(closed ? "the guest's control port closed before it answered '" + verb(command)
                         + "'" : "the guest init did not answer '" + verb(command) + "' within " + timeout.toMillis()
@@ -180,9 +184,25 @@ public final class GuestControl implements AutoCloseable {
             Matcher e = ERROR.matcher(line);
             // "error -" (a line without a readable token) may be stale noise: skipped like it
             if (e.matches() && e.group(1).equals(token)) {
-                throw new IOException("the guest init refused '" + verb(command) + "': " + e.group(2));
+                throw new Refused(verb(command), e.group(2));
             }
             // anything else: a stale answer or noise, skipped
+        }
+    }
+
+    /** The init answered {@code error <token> <reason>} to a command. */
+    public static final class Refused extends IOException {
+        private static final long serialVersionUID = 1L;
+        private final String reason;
+
+        Refused(String verb, String reason) {
+            super("the guest init refused '" + verb + "': " + reason);
+            this.reason = reason;
+        }
+
+        /** {@link ControlProtocol#UNKNOWN_COMMAND}: an init older than the word. */
+        public boolean unknownCommand() {
+            return ControlProtocol.UNKNOWN_COMMAND.equals(reason);
         }
     }
 
@@ -230,8 +250,14 @@ public final class GuestControl implements AutoCloseable {
             // closed, or QEMU went away
         } finally {
             closed = true;
+            lines.poll(); // room for the mark, should the queue be full
+            lines.offer(GONE); // wakes a command waiting for its answer
         }
     }
+
+    /** Put on the queue when the port closed; compared by identity, never a line the guest sent. */
+    @SuppressWarnings("StringOperationCanBeSimplified")
+    private static final String GONE = new String("(port closed)");
 
     private static String token() {
         byte[] b = new byte[8];

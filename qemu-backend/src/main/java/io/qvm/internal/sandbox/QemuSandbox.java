@@ -209,7 +209,7 @@ public final class QemuSandbox implements Sandbox {
      * Under {@link #requestLock}, before a request is sent: resumes a paused VM and has the init
      * set the guest's wall clock. A VM that cannot be resumed is stopped and lost.
      */
-    private void resumeIfPaused(String what) {
+    private void resumeIfPaused(String what, long deadlineNanos) {
         synchronized (pauseLock) {
             if (!paused) {
                 return;
@@ -219,7 +219,20 @@ public final class QemuSandbox implements Sandbox {
         long t0 = System.nanoTime();
         try {
             qmp.cont();
-            control.setClock(java.time.Instant.now(), config.requestTimeout()); // the request's deadline bounds its resume
+            try {
+                // the request's deadline bounds its resume
+                control.setClock(java.time.Instant.now(), Duration.ofNanos(Math.max(1, deadlineNanos - System.nanoTime())));
+            } catch (GuestControl.Refused r) {
+                if (!r.unknownCommand()) {
+                    throw r;
+                }
+                // an image whose init predates setclock: the VM runs again, its clock is the pause's
+                if (OLD_INIT_SAID.compareAndSet(false, true)) {
+                    LOG.log(System.Logger.Level.WARNING, "the guest image's init does not know 'setclock' (an image"
+                            + " built before qvm could pause idle sandboxes): a resumed sandbox keeps the clock of its"
+                            + " pause. Rebuild the image (qvm image build) to have it set");
+                }
+            }
             lastResume = Duration.ofNanos(System.nanoTime() - t0);
         } catch (io.qvm.internal.qmp.QmpException | IOException | RuntimeException e) {
             String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);
@@ -236,6 +249,8 @@ public final class QemuSandbox implements Sandbox {
             throw new SandboxException("interrupted while resuming sandbox " + id + "; it was stopped", e);
         }
     }
+
+    private static final AtomicBoolean OLD_INIT_SAID = new AtomicBoolean();
 
     /** Whether the VM is paused now (it was idle for {@link SandboxConfig#idlePause()}). */
     public boolean paused() {
@@ -339,8 +354,9 @@ public final class QemuSandbox implements Sandbox {
             if (console.overflow().isPresent()) {
                 throw overflowed(what, null); // stopped while idle: nothing is sent to what is left of it
             }
-            resumeIfPaused(what);
-            requestConsoleMark = qemu.consoleBytes(); // this request's evidence starts here
+            requestConsoleMark = qemu.consoleBytes(); // this request's evidence starts here (its resume's too)
+            long deadlineNanos = System.nanoTime() + config.requestTimeout().toNanos();
+            resumeIfPaused(what, deadlineNanos);
             CompletableFuture<Frame> reply = transport.request(request);
             Throwable refused = reply.isCompletedExceptionally() ? reply.handle((f, err) -> err).getNow(null) : null;
             if (refused instanceof FrameTooLargeException big) {
@@ -353,9 +369,9 @@ public final class QemuSandbox implements Sandbox {
                 throw lose("the worker broke the protocol before the " + what + " request, which was not sent ("
                         + refused.getMessage() + ")", refused);
             }
-            Duration deadline = config.requestTimeout();
+            Duration deadline = config.requestTimeout(); // for the message: the resume, if any, came out of it
             try {
-                return reply.get(deadline.toNanos(), TimeUnit.NANOSECONDS);
+                return reply.get(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
             } catch (TimeoutException e) {
                 reply.cancel(false);
                 String consoleTail = qemu.consoleTail(requestConsoleMark, QemuProcess.TAIL_BYTES);

@@ -189,6 +189,36 @@ class GuestControlTest {
     }
 
     @Test
+    void setClockSendsTheClockAloneAndReturnsTheGuests() throws Exception {
+        connect(cmd -> List.of("clockset " + token(cmd) + " clock=1893456001"));
+        assertEquals(1893456001L, control.setClock(NOW, LONG));
+        String[] words = init.received().get(0).split(" ");
+        assertEquals(List.of("setclock", "1893456001"), List.of(words[0], words[1]));
+        assertEquals(3, words.length, "no seed: " + init.received());
+    }
+
+    @Test
+    void anInitThatDoesNotKnowAWordIsTold() throws Exception {
+        connect(cmd -> List.of("error " + token(cmd) + " unknown-command"));
+        GuestControl.Refused r = assertThrows(GuestControl.Refused.class, () -> control.setClock(NOW, LONG));
+        assertTrue(r.unknownCommand(), r.getMessage());
+    }
+
+    @Test
+    void aPortThatClosesBeforeTheAnswerFailsTheCommandAtOnceNotAtItsTimeout() throws Exception {
+        connect(cmd -> null); // the init's end hangs up: QEMU exited
+        long t0 = System.nanoTime();
+        IOException e = assertThrows(IOException.class,
+                () -> control.restore(NOW, Optional.empty(), Duration.ofSeconds(60)));
+        assertTrue(e.getMessage().contains("closed before it answered"), e.getMessage());
+        assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(30).toNanos(), "told when the port closed, not after"
+                + " the command's 60 s");
+        long t1 = System.nanoTime();
+        assertThrows(IOException.class, () -> control.ping(Duration.ofSeconds(60)));
+        assertTrue(System.nanoTime() - t1 < Duration.ofSeconds(30).toNanos(), "every later command too");
+    }
+
+    @Test
     void restoreRoundsToTheNearestSecond() throws Exception {
         connect(cmd -> List.of("restored " + token(cmd) + " clock=1 forks=1"));
         control.restore(Instant.parse("2030-01-01T00:00:00.400Z"), Optional.empty(), LONG);

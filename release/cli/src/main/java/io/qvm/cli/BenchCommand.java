@@ -35,8 +35,8 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--renders", paramLabel = "N", description = "Samples per render way (default 20).")
     int renders = 20;
 
-    @Option(names = "--clones", paramLabel = "N", description = "Clones up at once for the memory figure (default 8).")
-    int clones = 8;
+    @Option(names = "--clones", paramLabel = "N", description = "Clones started at once for the memory figure (default 16).")
+    int clones = 16;
 
     @Option(names = "--arch", paramLabel = "x86_64|aarch64", converter = ImageCommand.ArchConverter.class,
             description = "The guest architecture (default: the host's). Another than the host's runs under TCG and "
