@@ -38,6 +38,7 @@ import java.util.function.Consumer;
  *       meta.json          {@link TemplateMeta}: key, inputs, file facts
  *       state              the migration stream (device state; all RAM in full mode)
  *       ram                the guest RAM file, sparse (shared-ram mode)
+ *       verified           the hashes already compared, one line per file
  *     .locks/&lt;id&gt;.lock    held while a template is built (across processes and threads)
  *     .build-&lt;id&gt;-&lt;rnd&gt;/   a build in progress; renamed to &lt;id&gt; when complete
  * </pre>
@@ -47,12 +48,12 @@ import java.util.function.Consumer;
  * <ul>
  *   <li><b>every use</b> ({@link #find}): the directory and every file are ours (owner = this
  *       uid, no group or other write, regular files, no symlinks); {@code meta.json} parses and
- *       names this key with these inputs; the state file has its recorded size and SHA-256
- *       (a few hundred KB: about a millisecond); the RAM file has its recorded size, inode and
- *       ctime — any write, truncation, chmod or utime since the build moves the ctime, which no
- *       unprivileged user can set back. No RAM is read.</li>
- *   <li><b>first use in a process</b>: the RAM file's SHA-256 against {@code meta.json} (about
- *       a second per GiB), remembered per (path, inode, ctime, size) for the process' life.</li>
+ *       names this key with these inputs; the state and RAM files have their recorded size,
+ *       inode and ctime — any write, truncation, chmod or utime since the build moves the ctime,
+ *       which no unprivileged user can set back. Nothing is read.</li>
+ *   <li><b>once per file as it is</b>: its SHA-256 against {@code meta.json} (about a second per
+ *       GiB: a RAM file, or a full template's state), remembered per (path, inode, ctime, size,
+ *       hash) for the process' life and recorded in {@code verified} for later processes.</li>
  * </ul>
  * A template is built in a private directory and renamed into place only when complete, under
  * an exclusive lock, so two processes never both build one key and nobody sees half a template.
