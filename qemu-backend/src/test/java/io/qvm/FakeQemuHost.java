@@ -90,6 +90,29 @@ public final class FakeQemuHost {
         return Files.exists(f) ? Files.readAllLines(f) : java.util.List.of();
     }
 
+    /**
+     * What a test leaves must be nothing: no fake QEMU alive (waited for up to {@code patience}),
+     * no sandbox state, no sockets, no cgroup.
+     */
+    public void assertNothingLeftBehind(java.time.Duration patience) throws IOException {
+        org.awaitility.Awaitility.await().atMost(patience)
+                .until(() -> processes().stream().noneMatch(ProcessHandle::isAlive));
+        org.junit.jupiter.api.Assertions.assertEquals(java.util.List.of(), entries(stateRoot().resolve("sandboxes")),
+                "sandbox state left behind");
+        org.junit.jupiter.api.Assertions.assertEquals(java.util.List.of(), entries(runtimeRoot()), "sockets left behind");
+        org.junit.jupiter.api.Assertions.assertEquals(java.util.List.of(), entries(cgroupRoot().resolve("qvm")).stream()
+                .filter(Files::isDirectory).toList(), "cgroups left behind");
+    }
+
+    private static java.util.List<Path> entries(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return java.util.List.of();
+        }
+        try (java.util.stream.Stream<Path> s = Files.list(dir)) {
+            return s.toList();
+        }
+    }
+
     /** How many sandboxes the fake QEMU has played so far. */
     public int boots() throws IOException {
         Path counter = root.resolve("boots");

@@ -9,17 +9,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.qvm.internal.sandbox.QemuSandbox;
 import io.qvm.protocol.WorkerStatus;
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link SandboxConfig#idlePause()} against {@link FakeQemu}, whose guest clock stands still
@@ -28,26 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
  * cannot be resumed is lost with its reason, and nothing is left behind.
  */
 @Tag("unit")
-class IdlePauseTest {
-
-    private static final Duration LONG = Duration.ofSeconds(60);
-
-    @TempDir
-    Path tmp;
-
-    private FakeQemuHost host;
-
-    @BeforeEach
-    void setUp() throws IOException {
-        host = new FakeQemuHost(tmp);
-    }
-
-    @AfterEach
-    void nothingIsLeftBehind() throws IOException {
-        await().atMost(LONG).until(() -> host.processes().stream().noneMatch(ProcessHandle::isAlive));
-        assertEquals(List.of(), entries(host.stateRoot().resolve("sandboxes")), "sandbox state left behind");
-        assertEquals(List.of(), entries(host.runtimeRoot()), "sockets left behind");
-    }
+class IdlePauseTest extends FakeQemuFixture {
 
     @Test
     void anIdleSandboxIsStoppedAndTheNextRequestResumesItWithItsClockSet() throws Exception {
@@ -152,12 +127,4 @@ class IdlePauseTest {
         return l.isEmpty() ? "" : l.get(l.size() - 1);
     }
 
-    private static List<Path> entries(Path dir) throws IOException {
-        if (!Files.isDirectory(dir)) {
-            return List.of();
-        }
-        try (Stream<Path> s = Files.list(dir)) {
-            return s.toList();
-        }
-    }
 }

@@ -25,14 +25,10 @@ import java.util.List;
 import java.util.Set;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.stream.Stream;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The boot path of {@link QemuVmBackend} — process up, QMP greeting, transport connected,
@@ -42,37 +38,8 @@ import org.junit.jupiter.api.io.TempDir;
  * failure can be staged exactly, and every test checks that nothing is left behind.
  */
 @Tag("unit")
-class QemuVmBackendTest {
+class QemuVmBackendTest extends FakeQemuFixture {
 
-    private static final Duration LONG = Duration.ofSeconds(60);
-
-    @TempDir
-    Path tmp;
-
-    private FakeQemuHost host;
-
-    @BeforeEach
-    void setUp() throws IOException {
-        host = new FakeQemuHost(tmp);
-    }
-
-    @AfterEach
-    void nothingIsLeftBehind() throws IOException {
-        await().atMost(LONG).until(() -> host.processes().stream().noneMatch(ProcessHandle::isAlive));
-        assertEquals(List.of(), entries(host.stateRoot().resolve("sandboxes")), "sandbox state left behind");
-        assertEquals(List.of(), entries(host.runtimeRoot()), "sockets left behind");
-        List<Path> cgroups = entries(host.cgroupRoot().resolve("qvm")).stream().filter(Files::isDirectory).toList();
-        assertEquals(List.of(), cgroups, "cgroups left behind");
-    }
-
-    private static List<Path> entries(Path dir) throws IOException {
-        if (!Files.isDirectory(dir)) {
-            return List.of();
-        }
-        try (Stream<Path> s = Files.list(dir)) {
-            return s.toList();
-        }
-    }
 
     @Test
     void aColdBootGoesThroughEveryStepToReady() throws Exception {
