@@ -87,7 +87,10 @@ public final class QemuSandbox implements Sandbox {
     /** Guards {@link #paused} against {@link #stop}: a sandbox is paused only while not closed. */
     private final Object pauseLock = new Object();
     private boolean paused;
-    /** Bumped by every request (under {@link #requestLock}): a pause scheduled before it is void. */
+    /**
+     * Bumped each time the pause is armed again (under {@link #requestLock}, at the end of every
+     * request): a pause task already running when it was re-armed finds it moved and does nothing.
+     */
     private long idleGeneration;
     private volatile java.util.concurrent.ScheduledFuture<?> pendingPause;
     private final java.util.concurrent.atomic.AtomicLong pauses = new java.util.concurrent.atomic.AtomicLong();
@@ -343,7 +346,6 @@ public final class QemuSandbox implements Sandbox {
         ensureOpen();
         requestLock.lock();
         try {
-            idleGeneration++; // a pause armed before this request is void
             ensureOpen();
             if (request.body().length > limits.maxRequestBytes()) {
                 throw new RenderFailedException(ErrorCode.TOO_LARGE, "the " + what + " request of " + request.body().length

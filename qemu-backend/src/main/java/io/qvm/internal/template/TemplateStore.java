@@ -252,14 +252,16 @@ public final class TemplateStore {
                     built.bootMillis(), built.saveMillis(), stateFacts, ram);
             // hashed just now: recorded under the paths they will have once moved into place
             Path finalDir = root.resolve(key.id());
+            List<String> stableLines = new ArrayList<>();
             for (Map.Entry<String, TemplateMeta.FileFacts> f : ram == null ? Map.of(Template.STATE, stateFacts).entrySet()
                     : Map.of(Template.STATE, stateFacts, Template.RAM, ram).entrySet()) {
                 String vk = verifiedKey(finalDir.resolve(f.getKey()), f.getValue());
                 FULLY_VERIFIED.add(vk);
-                if (f.getValue().inode() >= 0 && f.getValue().ctime() >= 0) {
-                    record(tmp, vk);
+                if (stable(f.getValue())) {
+                    stableLines.add(vk);
                 }
             }
+            record(tmp, stableLines);
             Path metaFile = tmp.resolve(Template.META);
             meta.write(metaFile);
             privateFile(metaFile);
@@ -339,7 +341,7 @@ public final class TemplateStore {
         if (FULLY_VERIFIED.contains(vk)) {
             return Optional.empty();
         }
-        boolean stable = want.inode() >= 0 && want.ctime() >= 0;
+        boolean stable = stable(want);
         if (stable && recorded(dir).contains(vk)) {
             FULLY_VERIFIED.add(vk);
             return Optional.empty();
@@ -351,9 +353,14 @@ public final class TemplateStore {
         }
         FULLY_VERIFIED.add(vk);
         if (stable) {
-            record(dir, vk);
+            record(dir, List.of(vk));
         }
         return Optional.empty();
+    }
+
+    /** Whether the file system gave the file an inode and a ctime, so that a record of it can hold. */
+    private static boolean stable(TemplateMeta.FileFacts f) {
+        return f.inode() >= 0 && f.ctime() >= 0;
     }
 
     private static final java.util.concurrent.atomic.AtomicLong HASHED = new java.util.concurrent.atomic.AtomicLong();
@@ -384,10 +391,13 @@ public final class TemplateStore {
         }
     }
 
-    /** Adds {@code line} to {@value #VERIFIED} (written aside, 0400, then moved into place); best effort. */
-    private static void record(Path dir, String line) {
+    /** Adds {@code added} to {@value #VERIFIED} (written aside, 0400, then moved into place); best effort. */
+    private static void record(Path dir, List<String> added) {
+        if (added.isEmpty()) {
+            return;
+        }
         java.util.Set<String> lines = new java.util.TreeSet<>(recorded(dir));
-        lines.add(line);
+        lines.addAll(added);
         Path tmp = dir.resolve(".verified-" + random());
         try {
             Files.write(tmp, lines, java.nio.charset.StandardCharsets.UTF_8, java.nio.file.StandardOpenOption.CREATE_NEW,

@@ -690,12 +690,7 @@ public final class Bench {
      * @throws IOException when the JDK cannot tell this process's CPU time on this host
      */
     static double cpuPercent(long pid, Duration window) throws IOException, InterruptedException {
-        long a = cpuNanos(pid);
-        long t = System.nanoTime();
-        Thread.sleep(window.toMillis());
-        long b = cpuNanos(pid);
-        double seconds = (System.nanoTime() - t) / 1e9;
-        return Math.round((b - a) / 1e9 / seconds * 1000) / 10.0;
+        return cpuPercentEach(List.of(pid), window).get(0);
     }
 
     private static long cpuNanos(long pid) throws IOException {
