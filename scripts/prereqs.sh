@@ -352,7 +352,97 @@ ensure_qemu_user() {
   useradd --system --no-create-home --shell /usr/sbin/nologin "$user" >&2
 }
 
+# ---- Debian 12: QEMU 10 from bookworm-backports -----------------------------------------------
+# Debian 12's own QEMU is 7.2. There qvm's clones are full-state (each reads the template's whole
+# RAM: seconds, ~450 MiB private each; adr/0006) and TCG runs single-threaded (adr/0001).
+# bookworm-backports has QEMU 10.0: shared-RAM copy-on-write clones and multi-threaded TCG.
+# As root on Debian 12 it is installed from there: bookworm-backports is added to apt's sources
+# (the mirror taken from the host's own sources, signed by Debian's archive keyring) unless a
+# source has it already; apt then keeps it updated. QVM_QEMU_BACKPORTS=0 keeps QEMU 7.2; so does a
+# QVM_QEMU the user chose. When it cannot be installed, qvm goes on with QEMU 7.2 and says so.
+
+# "MAJOR MINOR" of the QEMU at $1.
+qemu_version() {
+  "$1" --version 2>/dev/null | tr -d '\r' | sed -n 's/^QEMU emulator version \([0-9][0-9]*\)\.\([0-9][0-9]*\).*/\1 \2/p' | head -n 1
+}
+
+# Whether the QEMU at $1 is older than 8.2 (a QEMU whose version cannot be read counts as older).
+qemu_before_8_2() {
+  local v major minor
+  v=$(qemu_version "$1")
+  [ -n "$v" ] || return 0
+  major=${v%% *}
+  minor=${v#* }
+  [ "$major" -lt 8 ] || { [ "$major" = 8 ] && [ "$minor" -lt 2 ]; }
+}
+
+# The first URI of the host's apt sources (one-line and deb822) that serves Debian suite $1.
+apt_uri_for_suite() {
+  local files=() f
+  for f in "$R/etc/apt/sources.list" "$R"/etc/apt/sources.list.d/*.list "$R"/etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] && files+=("$f")
+  done
+  [ ${#files[@]} -gt 0 ] || return 1
+  awk -v suite="$1" '
+    function flush() { if (deb && has && uri != "" && enabled) { print uri; found = 1; exit } deb = 0; has = 0; uri = ""; enabled = 1 }
+    BEGIN { enabled = 1 }
+    FNR == 1 { flush() }
+    FILENAME ~ /\.sources$/ {
+      if ($0 ~ /^[ \t]*$/) { flush(); next }
+      if ($1 == "Types:") { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
+      if ($1 == "URIs:") uri = $2
+      if ($1 == "Suites:") { for (i = 2; i <= NF; i++) if ($i == suite) has = 1 }
+      if ($1 == "Enabled:" && $2 == "no") enabled = 0
+      next
+    }
+    $1 == "deb" {
+      i = 2
+      if ($i ~ /^\[/) { while (i < NF && $i !~ /\]$/) i++; i++ }
+      if ($(i + 1) == suite) { print $i; found = 1; exit }
+    }
+    END { if (!found) flush() }' "${files[@]}" | head -n 1
+}
+
+debian_codename() {
+  [ -f "$R/etc/os-release" ] || return 1
+  sed -n 's/^VERSION_CODENAME=//p' "$R/etc/os-release" | tr -d '"' | head -n 1
+}
+
+qemu_from_backports() {
+  local q mirror list
+  [ "${QVM_QEMU_BACKPORTS:-1}" != 0 ] && [ -z "${QVM_QEMU:-}" ] || return 0
+  [ "$(debian_codename 2>/dev/null || true)" = bookworm ] || return 0
+  q=$(find_qemu x86_64) || return 0
+  qemu_before_8_2 "$q" || return 0
+  if [ "$(id -u)" != 0 ]; then
+    tell "this QEMU is $("$q" --version | head -n 1): qvm's clones are full-state and TCG single-threaded with it."
+    tell "QEMU 10 from bookworm-backports gives shared-RAM clones and multi-threaded TCG (adr/0001, adr/0006):"
+    tell "  add bookworm-backports to apt's sources, then: sudo apt-get install -y -t bookworm-backports qemu-system-x86 qemu-system-arm"
+    return 0
+  fi
+  if [ -z "$(apt_uri_for_suite bookworm-backports || true)" ]; then
+    mirror=$(apt_uri_for_suite bookworm || true)
+    if [ -z "$mirror" ]; then
+      tell "no apt source serves Debian bookworm here, so bookworm-backports cannot be added: qvm goes on with $("$q" --version | head -n 1) (full-state clones, single-threaded TCG)"
+      return 0
+    fi
+    list="$R/etc/apt/sources.list.d/qvm-bookworm-backports.sources"
+    say "adding bookworm-backports ($mirror) to apt's sources ($list) for QEMU 10"
+    printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$mirror" > "$list"
+  fi
+  say "installing QEMU 10 from bookworm-backports (QVM_QEMU_BACKPORTS=0 keeps $("$q" --version | head -n 1))"
+  export DEBIAN_FRONTEND=noninteractive
+  if apt-get update -qq >&2 && apt-get install -y -qq --no-install-recommends -t bookworm-backports \
+      qemu-system-x86 qemu-system-arm >&2; then
+    say "installed: $("$(find_qemu x86_64)" --version | head -n 1)"
+  else
+    tell "could not install QEMU from bookworm-backports (apt-get failed, above): qvm goes on with $("$q" --version | head -n 1) (full-state clones, single-threaded TCG)"
+  fi
+}
+
 finish_linux() {
+  qemu_from_backports
   qemu=$(find_qemu x86_64)
   maven=$(find_maven)
   report_found

@@ -105,6 +105,13 @@ public record MachineProfile(String machine, String cpu, String accel, String co
 
     /** The first QEMU whose {@code virt} fits its memory map into the vCPU's physical address range. */
     public static final QemuVersion VIRT_IPA_AWARE = QemuVersion.of("7.0.0");
+
+    /**
+     * The first QEMU whose multi-threaded TCG qvm runs an x86_64 guest on an x86_64 host with:
+     * {@code JitStressE2ETest} crashed the guest JVM in 2 of 3 multi-threaded boots on 7.2.22 and
+     * in 0 of 8 on 10.0.2 (bookworm-backports), each boot stressed for 60 s ({@link #accel}).
+     */
+    public static final QemuVersion TCG_MULTI_THREADED = QemuVersion.of("10.0.0");
     /** The most RAM a {@code virt} guest can have with {@code highmem=off} (RAM from 1 GiB to 4 GiB). */
     public static final int HIGHMEM_OFF_MAX_MIB = 3072;
 
@@ -166,7 +173,7 @@ public record MachineProfile(String machine, String cpu, String accel, String co
             throw new HostSetupException(HostSetupException.Problem.QEMU_UNSUPPORTED, "HVF on Apple silicon needs QEMU >= 6.2, this is " + version
                     + "; upgrade QEMU (brew upgrade qemu)");
         }
-        String accel = accel(accelerator, hostArch, guestArch);
+        String accel = accel(accelerator, hostArch, guestArch, version);
         if (guestArch == Arch.AARCH64) {
             requireMachine(caps, "virt", version);
             boolean hw = accelerator == Accelerator.KVM || accelerator == Accelerator.HVF;
@@ -216,7 +223,13 @@ public record MachineProfile(String machine, String cpu, String accel, String co
     }
 
     /**
-     * The {@code -accel} value. TCG is single-threaded (one host thread runs every vCPU in turn):
+     * The {@code -accel} value. TCG runs an x86_64 guest on an x86_64 host multi-threaded (one host
+     * thread per vCPU) on QEMU 10.0 ({@link #TCG_MULTI_THREADED}) and later, and single-threaded (one host
+     * thread runs every vCPU in turn) everywhere else. On QEMU 7.2 multi-threaded TCG crashed the
+     * worker's JVM now and then (below); on 10.0.2 {@code JitStressE2ETest
+     * -Dqvm.jitstress.threading=multi} ran 8 boots of 60 s each with no crash (2026-12-03, this
+     * 2-core host; 414–463 stress rounds a boot against 222–262 single-threaded on 7.2), and the
+     * worker starts in about half the time. Before that measurement:
      * with multi-threaded TCG (one host thread per vCPU) the worker's JVM crashes now and then with
      * a SIGSEGV at the entry of a compiled method it has just patched (HotSpot makes a method not
      * entrant by writing a jump over its entry while other threads may be running it), the
@@ -246,10 +259,12 @@ public record MachineProfile(String machine, String cpu, String accel, String co
      * READY each at 64 MiB took 34.5–37.2 s. A freshly resumed clone held 94 MiB anonymous memory
      * with the default and 62 MiB at 32 MiB. 128 MiB bounds the cache without slowing the boot.
      */
-    static String accel(Accelerator a, Arch hostArch, Arch guestArch) {
+    static String accel(Accelerator a, Arch hostArch, Arch guestArch, QemuVersion version) {
         switch (a) {
             case TCG:
-                return "tcg,thread=single,tb-size=" + TCG_TB_MIB;
+                boolean multi = hostArch == Arch.X86_64 && guestArch == Arch.X86_64
+                        && version.compareTo(TCG_MULTI_THREADED) >= 0;
+                return "tcg,thread=" + (multi ? "multi" : "single") + ",tb-size=" + TCG_TB_MIB;
             case WHPX:
                 return "whpx,kernel-irqchip=off";
             default:

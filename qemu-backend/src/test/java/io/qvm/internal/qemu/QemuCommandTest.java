@@ -178,6 +178,25 @@ class QemuCommandTest {
     }
 
     @Test
+    void tcgIsMultiThreadedForAnX86GuestOnAnX86HostFromQemu10AndSingleThreadedBefore() {
+        for (String v : List.of("7.2.22", "8.2.2", "9.2.0")) {
+            List<String> argv = QemuCommand.build(GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64,
+                    Accelerator.TCG, v, "/usr/bin/qemu-system-x86_64").build());
+            assertEquals("tcg,thread=single,tb-size=" + MachineProfile.TCG_TB_MIB, after(argv, "-accel"), v);
+        }
+        for (String v : List.of("10.0.0", "10.0.2", "10.1.1")) {
+            List<String> argv = QemuCommand.build(GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64,
+                    Accelerator.TCG, v, "/usr/bin/qemu-system-x86_64").build());
+            assertEquals("tcg,thread=multi,tb-size=" + MachineProfile.TCG_TB_MIB, after(argv, "-accel"),
+                    v + ": JitStressE2ETest crashed no multi-threaded boot on 10.0.2 (MachineProfile.accel)");
+        }
+        List<String> arm = QemuCommand.build(GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.AARCH64,
+                Accelerator.TCG, "10.0.2", "/usr/bin/qemu-system-aarch64").build());
+        assertEquals("tcg,thread=single,tb-size=" + MachineProfile.TCG_TB_MIB, after(arm, "-accel"),
+                "an emulated aarch64 guest stays single-threaded: its JVM crashed multi-threaded on 7.2, unmeasured on 10");
+    }
+
+    @Test
     void socketPathsLongerThan103BytesAreRejected() {
         String longDir = "/tmp/" + "d".repeat(90);
         Path ok = Path.of("/tmp/" + "s".repeat(98));

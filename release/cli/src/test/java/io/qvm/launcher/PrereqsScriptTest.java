@@ -2,6 +2,7 @@ package io.qvm.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -204,6 +205,106 @@ class PrereqsScriptTest {
         h.jdk(h.root.resolve("usr/lib/jvm/java-17-openjdk-amd64"), "17.0.15", "");
         h.run("scripts/prereqs.sh", "--test").expect(1)
                 .stderrHas("sudo apt-get install -y --no-install-recommends shellcheck");
+    }
+
+    // ---- Debian 12: QEMU 10 from bookworm-backports ---------------------------------------------
+
+    /**
+     * A Debian 12 host with everything qvm needs and Debian's QEMU 7.2; root when {@code root}.
+     * Its apt-get logs its arguments and, on {@code install}, turns both QEMUs into 10.0.2 (unless
+     * told to fail, {@code APT_FAILS}); its apt sources name {@code http://mirror.example/debian}.
+     */
+    private StubHost debian12(boolean root) throws Exception {
+        StubHost h = linuxWithJava11();
+        h.jdk(h.root.resolve("usr/lib/jvm/java-17-openjdk-amd64"), "17.0.15", "");
+        h.qemu(h.bin.resolve("qemu-system-x86_64"), "7.2.22");
+        h.qemu(h.bin.resolve("qemu-system-aarch64"), "7.2.22");
+        h.stub("id", root ? "echo 0" : "echo 1000");
+        h.stub("getent", "exit 0");
+        h.stub("apt-get", "printf 'apt-get %s\\n' \"$*\" >> '" + h.log + "'\n"
+                + "[ -z \"$APT_FAILS\" ] || exit 100\n"
+                + "case \"$*\" in *install*) for q in '" + h.bin.resolve("qemu-system-x86_64") + "' '"
+                + h.bin.resolve("qemu-system-aarch64") + "'; do "
+                + "printf '#!/bin/sh\\necho \"QEMU emulator version 10.0.2 (Debian)\"\\n' > \"$q\"; done ;; esac");
+        Files.createDirectories(h.root.resolve("etc/apt/sources.list.d"));
+        Files.writeString(h.root.resolve("etc/os-release"), "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n"
+                + "VERSION_CODENAME=bookworm\nID=debian\n");
+        Files.writeString(h.root.resolve("etc/apt/sources.list.d/debian.sources"), "Types: deb\n"
+                + "# http://snapshot.debian.org/archive/debian/20250520T000000Z\n"
+                + "URIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n"
+                + "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n"
+                + "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n"
+                + "Components: main\n");
+        return h;
+    }
+
+    private static Path backportsSources(StubHost h) {
+        return h.root.resolve("etc/apt/sources.list.d/qvm-bookworm-backports.sources");
+    }
+
+    @Test
+    void asRootOnDebian12QemuComesFromBookwormBackportsOnTheHostsOwnMirror() throws Exception {
+        StubHost h = debian12(true);
+        StubHost.Result r = h.run("scripts/prereqs.sh").expect(0);
+        assertEquals("Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm-backports\nComponents: main\n"
+                + "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n", Files.readString(backportsSources(h)));
+        assertTrue(h.calls().contains("apt-get install -y -qq --no-install-recommends -t bookworm-backports "
+                + "qemu-system-x86 qemu-system-arm"), h.calls().toString());
+        r.stderrHas("installed: QEMU emulator version 10.0.2", "QEMU: " + h.bin.resolve("qemu-system-x86_64")
+                + " (QEMU emulator version 10.0.2");
+    }
+
+    @Test
+    void aSourceThatAlreadyServesBookwormBackportsIsUsedAsItIs() throws Exception {
+        StubHost h = debian12(true);
+        Files.writeString(h.root.resolve("etc/apt/sources.list"),
+                "deb [arch=amd64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://other.example/debian "
+                        + "bookworm-backports main\n");
+        h.run("scripts/prereqs.sh").expect(0).stderrHas("installed: QEMU emulator version 10.0.2");
+        assertFalse(Files.exists(backportsSources(h)), "no second source for the same suite");
+    }
+
+    @Test
+    void whenAptCannotInstallItQvmGoesOnWithQemu72AndSaysWhatThatCosts() throws Exception {
+        StubHost h = debian12(true).env("APT_FAILS", "1");
+        h.run("scripts/prereqs.sh").expect(0).stderrHas("could not install QEMU from bookworm-backports",
+                "goes on with QEMU emulator version 7.2.22", "full-state clones, single-threaded TCG");
+    }
+
+    @Test
+    void notAsRootItNamesTheCommandAndInstallsNothing() throws Exception {
+        StubHost h = debian12(false);
+        h.run("scripts/prereqs.sh").expect(0).stderrHas(
+                "sudo apt-get install -y -t bookworm-backports qemu-system-x86 qemu-system-arm");
+        assertTrue(h.calls().isEmpty(), h.calls().toString());
+        assertFalse(Files.exists(backportsSources(h)));
+    }
+
+    @Test
+    void qemuIsLeftAloneWhenTheUserSaysSoOrChoseOne() throws Exception {
+        StubHost h = debian12(true).env("QVM_QEMU_BACKPORTS", "0");
+        h.run("scripts/prereqs.sh").expect(0);
+        assertTrue(h.calls().isEmpty(), "QVM_QEMU_BACKPORTS=0: " + h.calls());
+
+        h.env("QVM_QEMU_BACKPORTS", "1").env("QVM_QEMU", h.bin.toString());
+        h.run("scripts/prereqs.sh").expect(0);
+        assertTrue(h.calls().isEmpty(), "a QVM_QEMU the user chose: " + h.calls());
+    }
+
+    @Test
+    void qemuIsLeftAloneOffDebian12() throws Exception {
+        StubHost trixie = debian12(true);
+        Files.writeString(trixie.root.resolve("etc/os-release"), "VERSION_CODENAME=trixie\nID=debian\n");
+        trixie.run("scripts/prereqs.sh").expect(0);
+        assertTrue(trixie.calls().isEmpty(), "Debian 13: " + trixie.calls());
+    }
+
+    @Test
+    void qemu10IsLeftAlone() throws Exception {
+        StubHost h = debian12(true);
+        h.qemu(h.bin.resolve("qemu-system-x86_64"), "10.0.2");
+        h.run("scripts/prereqs.sh").expect(0);
+        assertTrue(h.calls().isEmpty(), h.calls().toString());
     }
 
     @Test

@@ -29,7 +29,7 @@ final class StubHost {
 
     /** The real utilities the scripts may call; everything else they find is a stub. */
     private static final List<String> TOOLS = List.of("bash", "sed", "grep", "head", "tr", "dirname", "sort",
-            "ls", "find", "tee", "touch", "mkdir", "cat", "rm", "cut");
+            "ls", "find", "tee", "touch", "mkdir", "cat", "rm", "cut", "awk");
 
     final Path dir;
     final Path bin;
@@ -121,7 +121,12 @@ final class StubHost {
 
     /** A QEMU that says its version. */
     Path qemu(Path binary) throws IOException {
-        return script(binary, "echo 'QEMU emulator version 9.1.0'");
+        return qemu(binary, "9.1.0");
+    }
+
+    /** A QEMU that says it is {@code version}. */
+    Path qemu(Path binary, String version) throws IOException {
+        return script(binary, "echo 'QEMU emulator version " + version + " (Debian)'");
     }
 
     /** {@code bash <checkout>/<script> args…} on this host; its exit code, stdout and stderr. */
