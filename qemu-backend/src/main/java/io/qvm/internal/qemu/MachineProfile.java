@@ -71,6 +71,21 @@ import java.util.Optional;
 public record MachineProfile(String machine, String cpu, String accel, String consoleDevice, boolean mmio,
         Optional<String> pvpanic, boolean vmgenid) {
 
+    /**
+     * The {@code -accel} value for a VM of {@code role}: {@link #accel()}, except that a clone runs
+     * TCG single-threaded. Multi-threaded TCG is for the VM that runs alone and long — a cold boot,
+     * a template's boot: there it took the worker to READY in 35.8–38.4 s against 48.0–55.4 s
+     * single-threaded (QEMU 10.0.2, this 2-core host, {@code QVM_TEMPLATES=off qvm render}). Clones
+     * run side by side (the pool restores the next while the last renders), and there each should
+     * take at most one host core: with multi-threaded clones the default pool's documents per
+     * minute fell here from 19.1 (7.2, single-threaded) to 12.1 and an idle running clone took 45 %
+     * of a core; see docs/measured.md for the run with single-threaded clones. Migration does not
+     * carry TCG's threading, so a clone of a multi-threaded template restores single-threaded.
+     */
+    public String accel(VmRole role) {
+        return role instanceof VmRole.Clone ? accel.replace("thread=multi", "thread=single") : accel;
+    }
+
     /** microvm, as verified here: ISA serial for the console, RTC for the clock, no option ROMs, no USB. */
     public static final String MICROVM = "microvm,x-option-roms=off,isa-serial=on,rtc=on,usb=off";
     /** The TCG translation cache cap in MiB (see {@link #accel}). */

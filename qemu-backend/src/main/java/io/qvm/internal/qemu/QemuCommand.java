@@ -118,7 +118,7 @@ public final class QemuCommand {
         a.add(in.qemuBinary().toString());
         add(a, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot");
         String machine = role.ramFile().isPresent() ? p.machine() + ",memory-backend=" + VmRole.RAM_ID : p.machine();
-        add(a, "-M", machine, "-accel", p.accel(), "-cpu", p.cpu());
+        add(a, "-M", machine, "-accel", p.accel(role), "-cpu", p.cpu());
         add(a, "-smp", Integer.toString(c.vcpus()), "-m", c.memoryMib() + "M");
         if (role.ramFile().isPresent()) {
             add(a, "-object", ramBackend(role, c, in.qemuVersion()));

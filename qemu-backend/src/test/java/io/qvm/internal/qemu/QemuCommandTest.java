@@ -190,6 +190,17 @@ class QemuCommandTest {
             assertEquals("tcg,thread=multi,tb-size=" + MachineProfile.TCG_TB_MIB, after(argv, "-accel"),
                     v + ": JitStressE2ETest crashed no multi-threaded boot on 10.0.2 (MachineProfile.accel)");
         }
+        Path ram = Path.of("/home/u/.cache/qvm/templates/t/ram");
+        List<String> template = QemuCommand.build(GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64,
+                Accelerator.TCG, "10.0.2", "/usr/bin/qemu-system-x86_64")
+                .role(new VmRole.Template(java.util.Optional.of(ram))).build());
+        assertEquals("tcg,thread=multi,tb-size=" + MachineProfile.TCG_TB_MIB, after(template, "-accel"),
+                "a template boots like a cold boot");
+        List<String> clone = QemuCommand.build(GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.X86_64,
+                Accelerator.TCG, "10.0.2", "/usr/bin/qemu-system-x86_64")
+                .role(new VmRole.Clone(java.util.Optional.of(ram))).build());
+        assertEquals("tcg,thread=single,tb-size=" + MachineProfile.TCG_TB_MIB, after(clone, "-accel"),
+                "clones run side by side, each on at most one host core (MachineProfile.accel(VmRole))");
         List<String> arm = QemuCommand.build(GoldenCases.unix(HostOs.LINUX, Arch.X86_64, Arch.AARCH64,
                 Accelerator.TCG, "10.0.2", "/usr/bin/qemu-system-aarch64").build());
         assertEquals("tcg,thread=single,tb-size=" + MachineProfile.TCG_TB_MIB, after(arm, "-accel"),
