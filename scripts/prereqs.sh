@@ -409,21 +409,22 @@ debian_codename() {
 }
 
 qemu_from_backports() {
-  local q mirror list
+  local q have mirror list
   [ "${QVM_QEMU_BACKPORTS:-1}" != 0 ] && [ -z "${QVM_QEMU:-}" ] || return 0
   [ "$(debian_codename 2>/dev/null || true)" = bookworm ] || return 0
   q=$(find_qemu x86_64) || return 0
   qemu_before_8_2 "$q" || return 0
+  have=$("$q" --version 2>/dev/null | head -n 1 | tr -d '\r')
   if [ "$(id -u)" != 0 ]; then
-    tell "this QEMU is $("$q" --version | head -n 1): qvm's clones are full-state and TCG single-threaded with it."
-    tell "QEMU 10 from bookworm-backports gives shared-RAM clones and multi-threaded TCG (adr/0001, adr/0006):"
+    tell "this QEMU is $have: qvm's clones are full-state and TCG single-threaded with it."
+    tell "QEMU 10 from bookworm-backports gives shared-RAM clones and multi-threaded TCG (adr/0016):"
     tell "  add bookworm-backports to apt's sources, then: sudo apt-get install -y -t bookworm-backports qemu-system-x86 qemu-system-arm"
     return 0
   fi
   if [ -z "$(apt_uri_for_suite bookworm-backports || true)" ]; then
     mirror=$(apt_uri_for_suite bookworm || true)
     if [ -z "$mirror" ]; then
-      tell "no apt source serves Debian bookworm here, so bookworm-backports cannot be added: qvm goes on with $("$q" --version | head -n 1) (full-state clones, single-threaded TCG)"
+      tell "no apt source serves Debian bookworm here, so bookworm-backports cannot be added: qvm goes on with $have (full-state clones, single-threaded TCG)"
       return 0
     fi
     list="$R/etc/apt/sources.list.d/qvm-bookworm-backports.sources"
@@ -431,13 +432,13 @@ qemu_from_backports() {
     printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
       "$mirror" > "$list"
   fi
-  say "installing QEMU 10 from bookworm-backports (QVM_QEMU_BACKPORTS=0 keeps $("$q" --version | head -n 1))"
+  say "installing QEMU 10 from bookworm-backports (QVM_QEMU_BACKPORTS=0 keeps $have)"
   export DEBIAN_FRONTEND=noninteractive
   if apt-get update -qq >&2 && apt-get install -y -qq --no-install-recommends -t bookworm-backports \
       qemu-system-x86 qemu-system-arm >&2; then
     say "installed: $("$(find_qemu x86_64)" --version | head -n 1)"
   else
-    tell "could not install QEMU from bookworm-backports (apt-get failed, above): qvm goes on with $("$q" --version | head -n 1) (full-state clones, single-threaded TCG)"
+    tell "could not install QEMU from bookworm-backports (apt-get failed, above): qvm goes on with $have (full-state clones, single-threaded TCG)"
   fi
 }
 

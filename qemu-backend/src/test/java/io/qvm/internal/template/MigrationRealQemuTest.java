@@ -77,9 +77,11 @@ class MigrationRealQemuTest {
         List<String> argv = new ArrayList<>(List.of(binary, "-M", "none", "-nodefaults", "-no-user-config",
                 "-display", "none", "-qmp", "unix:" + tmp.resolve(name + ".sock") + ",server=on,wait=off"));
         argv.addAll(Arrays.asList(extra));
-        // QEMU 9.1 deprecated -runas for -run-with user= (Debian's 10.0 has no -runas at all)
-        boolean runWith = versionOf(binary).atLeast(9, 1);
-        user.ifPresent(u -> argv.addAll(runWith ? List.of("-run-with", "user=" + u.name()) : List.of("-runas", u.name())));
+        if (user.isPresent()) {
+            // QEMU 9.1 deprecated -runas for -run-with user= (Debian's 10.0 has no -runas at all)
+            String name0 = user.get().name();
+            argv.addAll(versionOf(binary).atLeast(9, 1) ? List.of("-run-with", "user=" + name0) : List.of("-runas", name0));
+        }
         argv.addAll(List.of("-sandbox", user.isPresent() ? QemuCommand.SECCOMP_RUNAS : QemuCommand.SECCOMP));
         QemuProcess.Launcher l = QemuProcess.launcher(argv).stdout(tmp.resolve(name + ".out"))
                 .stderr(tmp.resolve(name + ".err"));
@@ -93,9 +95,7 @@ class MigrationRealQemuTest {
         Process p = new ProcessBuilder(binary, "-version").redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
         p.waitFor();
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("version (\\d+\\.\\d+\\.\\d+)").matcher(out);
-        assertTrue(m.find(), out);
-        return io.qvm.internal.host.QemuVersion.of(m.group(1));
+        return io.qvm.internal.host.QemuVersion.parse(out);
     }
 
     private QmpClient qmp(String name, QemuProcess p) throws Exception {
