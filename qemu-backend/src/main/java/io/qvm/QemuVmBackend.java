@@ -3,6 +3,7 @@ package io.qvm;
 import io.qvm.admin.BackendAdmin;
 import io.qvm.internal.host.QvmEnvironment;
 import io.qvm.internal.boot.ColdBoot;
+import io.qvm.internal.boot.RestoreSlots;
 import io.qvm.internal.boot.Deadlines;
 import io.qvm.internal.boot.StartPlan;
 import io.qvm.internal.boot.StartPlanner;
@@ -104,7 +105,8 @@ public final class QemuVmBackend implements SandboxBackend {
         this.planner = new StartPlanner(b.hostProbe != null ? b.hostProbe : HostProbe.system(),
                 b.imageResolver != null ? b.imageResolver : ImageResolver.system(b.imageRoot),
                 ImageSignature.configured(b.imageKey, env), b.guestArch, b.useProbeCache, this::runAs, progress);
-        this.templateStarts = new TemplateStarts(templates, this::context, progress, running::add);
+        this.templateStarts = new TemplateStarts(templates, this::context, progress, running::add,
+                b.restoreSlots > 0 ? new RestoreSlots(b.restoreSlots) : RestoreSlots.forHost());
         this.coldBoot = new ColdBoot(this::context, progress, running::add);
         this.startupReap = b.reapOnStart ? reap() : null;
     }
@@ -361,8 +363,22 @@ public final class QemuVmBackend implements SandboxBackend {
         private CgroupTree cgroupTree;
         private Arch guestArch;
         private Map<String, String> env;
+        private int restoreSlots;
 
         private Builder() {
+        }
+
+        /**
+         * How many clones this backend restores at once (default: one per core this JVM may use);
+         * further starts queue for a slot, each within its boot deadline. A restore keeps a core
+         * busy for a second or two; more at once than there are cores slows every one of them.
+         */
+        public Builder restoresAtOnce(int n) {
+            if (n < 1 || n > 4096) {
+                throw new IllegalArgumentException("restoresAtOnce must be 1..4096, got " + n);
+            }
+            this.restoreSlots = n;
+            return this;
         }
 
         /**

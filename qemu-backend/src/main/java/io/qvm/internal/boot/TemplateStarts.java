@@ -39,14 +39,16 @@ public final class TemplateStarts {
     private final Supplier<VmStart.Context> context;
     private final Consumer<String> progress;
     private final Consumer<QemuSandbox> started;
+    private final RestoreSlots restoreSlots;
     /** Template key id → why templates are off for it in this backend (said once). */
     private final Map<String, String> templatesOff = new ConcurrentHashMap<>();
     /** Template id → the random bytes its recent clones reported (a repeat means shared randomness). */
     private final Map<String, Set<String>> cloneRandoms = new ConcurrentHashMap<>();
 
     public TemplateStarts(TemplateStore templates, Supplier<VmStart.Context> context, Consumer<String> progress,
-            Consumer<QemuSandbox> started) {
+            Consumer<QemuSandbox> started, RestoreSlots restoreSlots) {
         this.templates = Objects.requireNonNull(templates, "templates");
+        this.restoreSlots = Objects.requireNonNull(restoreSlots, "restoreSlots");
         this.context = Objects.requireNonNull(context, "context");
         this.progress = Objects.requireNonNull(progress, "progress");
         this.started = Objects.requireNonNull(started, "started");
@@ -211,10 +213,22 @@ public final class TemplateStarts {
         }
     }
 
-    /** A clone of {@code template}, proven (see {@link CloneRestore}). */
+    /**
+     * A clone of {@code template}, proven (see {@link CloneRestore}), restored in one of the
+     * backend's {@link RestoreSlots}: a start that finds them all taken waits its turn.
+     */
     private QemuSandbox restore(Plan plan, Template template, long deadline, List<String> earlier) {
-        QemuSandbox done = CloneRestore.restore(context.get(), plan.start(), template,
-                random -> freshRandom(template, random), earlier, deadline);
+        QemuSandbox done;
+        try (RestoreSlots.Slot slot = restoreSlots.acquire(deadline)) {
+            List<String> notes = earlier;
+            if (slot.waited().toMillis() >= 10) {
+                notes = new ArrayList<>(earlier);
+                notes.add("waited " + slot.waited().toMillis() + " ms for one of " + restoreSlots.slots()
+                        + " restore slots (one per host core)");
+            }
+            done = CloneRestore.restore(context.get(), plan.start(), template,
+                    random -> freshRandom(template, random), notes, deadline);
+        }
         started.accept(done);
         return done;
     }
