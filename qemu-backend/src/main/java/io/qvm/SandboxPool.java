@@ -295,6 +295,26 @@ public final class SandboxPool implements AutoCloseable {
         return recycle;
     }
 
+    /** The config every sandbox of this pool is started with. */
+    public SandboxConfig config() {
+        return config;
+    }
+
+    /** Most sandboxes alive at once ({@link Builder#maxSandboxes}). */
+    public int maxSandboxes() {
+        return maxSandboxes;
+    }
+
+    /** Fresh sandboxes kept started ahead ({@link Builder#minIdle}). */
+    public int minIdle() {
+        return minIdle;
+    }
+
+    /** Longest wait of a request for a sandbox ({@link Builder#acquireTimeout}). */
+    public Duration acquireTimeout() {
+        return acquireTimeout;
+    }
+
     /** Starts sandboxes until {@code minIdle} (at least one) are idle, in the caller's thread. */
     public void warmUp() {
         int want = Math.max(1, minIdle);

@@ -96,6 +96,10 @@ public final class FakeSandboxBackend implements SandboxBackend {
     private final Path dir;
     private volatile boolean restored = true;
     private volatile boolean closed;
+    /** While true, renders wait at their start ({@link #holdRenders()}). */
+    private boolean held;
+    private int waitingAtHold;
+    private final Object hold = new Object();
 
     /** A backend whose sandboxes keep their (near empty) logs in a temporary directory, removed by {@link #close()}. */
     public FakeSandboxBackend() {
@@ -131,6 +135,52 @@ public final class FakeSandboxBackend implements SandboxBackend {
     public FakeSandboxBackend failNextRender(SandboxException failure) {
         renderFailures.add(Objects.requireNonNull(failure, "failure"));
         return this;
+    }
+
+    /**
+     * Makes every render from now on wait at its start, in its sandbox, until
+     * {@link #releaseRenders()}: a test sees requests in flight (a queue filling, a drain waiting
+     * for them) without timing anything. A waiting render that is interrupted fails as a lost
+     * sandbox would, with the interrupt kept.
+     */
+    public FakeSandboxBackend holdRenders() {
+        synchronized (hold) {
+            held = true;
+        }
+        return this;
+    }
+
+    /** Lets every held render, and every later one, go on. */
+    public FakeSandboxBackend releaseRenders() {
+        synchronized (hold) {
+            held = false;
+            hold.notifyAll();
+        }
+        return this;
+    }
+
+    /** Renders waiting now at {@link #holdRenders()}'s hold. */
+    public int heldRenders() {
+        synchronized (hold) {
+            return waitingAtHold;
+        }
+    }
+
+    private void awaitHold() {
+        synchronized (hold) {
+            waitingAtHold++;
+            try {
+                while (held) {
+                    hold.wait();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new SandboxLostException(SandboxLostException.Reason.CRASHED,
+                        "FakeSandboxBackend: interrupted while the render was held");
+            } finally {
+                waitingAtHold--;
+            }
+        }
     }
 
     // ---- the typed errors, as qvm throws them -----------------------------------------------------
@@ -292,6 +342,8 @@ public final class FakeSandboxBackend implements SandboxBackend {
         @Override
         public synchronized RenderResult render(RenderRequest request) {
             Objects.requireNonNull(request, "request");
+            alive();
+            awaitHold();
             alive();
             renders.add(request);
             SandboxException failure = renderFailures.poll();
