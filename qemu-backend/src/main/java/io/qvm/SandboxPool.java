@@ -250,6 +250,8 @@ public final class SandboxPool implements AutoCloseable {
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong retried = new AtomicLong();
     private final AtomicLong failedStarts = new AtomicLong();
+    /** Why the last start that failed did (null: none failed). */
+    private volatile RuntimeException lastStartFailure;
     private final AtomicLong discarded = new AtomicLong();
     private final AtomicLong expired = new AtomicLong();
 
@@ -344,6 +346,43 @@ public final class SandboxPool implements AutoCloseable {
             } finally {
                 lock.unlock();
             }
+        }
+    }
+
+    /**
+     * {@link #warmUp()}, then waits until {@code minIdle} (at least one) fresh sandboxes are idle —
+     * whether this thread, the background filler or both started them — so the host was checked,
+     * the template is there and a sandbox is warm. What a service's readiness waits for.
+     *
+     * @return whether they are idle within {@code timeout} (false also when the pool closed)
+     * @throws RuntimeException the failure of a start that failed meanwhile (a {@link SandboxException}
+     *     such as {@link BootFailedException} or {@link HostSetupException}), once no other start is
+     *     under way
+     */
+    public boolean awaitWarm(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        long failuresBefore = failedStarts.get();
+        warmUp();
+        int want = Math.max(1, minIdle);
+        long end = System.nanoTime() + timeout.toNanos();
+        lock.lock();
+        try {
+            while (!closed && fresh.size() < want) {
+                if (failedStarts.get() != failuresBefore && starting == 0 && lastStartFailure != null) {
+                    throw lastStartFailure;
+                }
+                long left = end - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                changed.awaitNanos(left);
+            }
+            return !closed;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -776,6 +815,9 @@ public final class SandboxPool implements AutoCloseable {
             }
             return s;
         } catch (RuntimeException | Error e) { // an Error too: the place reserved for it is given back
+            if (e instanceof RuntimeException re) {
+                lastStartFailure = re;
+            }
             failedStarts.incrementAndGet();
             lock.lock();
             try {

@@ -8,7 +8,6 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.qvm.SandboxConfig;
-import io.qvm.SandboxException;
 import io.qvm.SandboxPool;
 import io.qvm.admin.QvmLibrary;
 import io.qvm.server.internal.Admission;
@@ -141,11 +140,18 @@ public final class QvmServer implements AutoCloseable {
     private void warmUpLoop() {
         while (!closed && !http.draining()) {
             try {
-                pool.warmUp();
-                warm = true;
-                LOG.log(System.Logger.Level.INFO, "qvm serve: ready on " + address());
-                return;
-            } catch (SandboxException e) {
+                // the host checked, the template there, a sandbox warm (the pool's own starts count too)
+                if (pool.awaitWarm(pool.config().bootTimeout().plus(pool.acquireTimeout()))) {
+                    warm = true;
+                    LOG.log(System.Logger.Level.INFO, "qvm serve: ready on " + address());
+                    return;
+                }
+                if (closed || http.draining()) {
+                    return;
+                }
+                notReady = "starting: no sandbox became idle within the boot deadline yet";
+                continue;
+            } catch (RuntimeException e) {
                 if (closed || http.draining()) {
                     return;
                 }
@@ -196,7 +202,9 @@ public final class QvmServer implements AutoCloseable {
         Map<String, Object> service = new LinkedHashMap<>();
         service.put("maxSandboxes", pool.maxSandboxes());
         service.put("minIdle", pool.minIdle());
-        service.put("recycle", pool.recycle().toString());
+        SandboxPool.Recycle recycle = pool.recycle();
+        service.put("recycle", recycle.equals(SandboxPool.Recycle.perRequest()) ? "perRequest"
+                : recycle.equals(SandboxPool.Recycle.perCaller()) ? "perCaller" : recycle.toString());
         service.put("maxQueue", admission.maxQueue());
         service.put("tenantMaxRequests", admission.tenantCap());
         service.put("tenantsRequired", tenants.required());

@@ -31,7 +31,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
 @Command(name = "qvm", mixinStandardHelpOptions = true, scope = CommandLine.ScopeType.INHERIT,
         versionProvider = QvmCli.Version.class,
         description = {"Run untrusted work (rendering SVG and PDF to PNG) inside a NIC-less QEMU VM with gVisor inside."},
-        subcommands = {UpCommand.class, RenderCommand.class, PsCommand.class, DownCommand.class, LogsCommand.class,
+        subcommands = {UpCommand.class, RenderCommand.class, ServeCommand.class, PsCommand.class, DownCommand.class, LogsCommand.class,
             DoctorCommand.class, ImageCommand.class, TemplateCommand.class, BenchCommand.class, ReliabilityCommand.class, ReleaseCommand.class, SelftestCommand.class, CompletionCommand.class, CommandLine.HelpCommand.class},
         footer = {"", "Environment: QVM_STATE (state directory), QVM_IMAGE_DIR (images), QVM_RUNTIME_DIR (sockets),",
             "QVM_QEMU (QEMU binary or directory), QVM_CACHE (download and probe cache), QVM_LOG (library log level:",
