@@ -53,6 +53,13 @@ final class ReliabilityCommand implements Callable<Integer> {
     @Option(names = "--faults", paramLabel = "N", description = "Rounds of each fault (default 5).")
     int faults = Reliability.Options.full().faults();
 
+    @Option(names = "--serve", paramLabel = "N", description = "Requests over HTTP through qvm serve's server, two "
+            + "tenants, one in ten hostile (default 200; 0: none).")
+    int serve = Reliability.Options.full().serveRequests();
+
+    @Option(names = "--serve-clients", paramLabel = "N", description = "Concurrent HTTP clients (default 4).")
+    int serveClients = Reliability.Options.full().serveClients();
+
     private final CliContext ctx;
 
     ReliabilityCommand(CliContext ctx) {
@@ -73,7 +80,8 @@ final class ReliabilityCommand implements Callable<Integer> {
             SandboxConfig config = SandboxConfig.builder().bootTimeout(Duration.ofMinutes(6))
                     .requestTimeout(Duration.ofMinutes(3)).build();
             report = new Reliability(() -> QemuVmBackend.builder().imageDir(imageRoot), state, config, progress::line)
-                    .run(new Reliability.Options(boots, renders, load, callers, 10, faults));
+                    .run(new Reliability.Options(boots, renders, load, callers, 10, faults, serve,
+                            Math.max(1, serveClients)));
         } finally {
             progress.done();
             FileTrees.delete(state);
@@ -81,7 +89,8 @@ final class ReliabilityCommand implements Callable<Integer> {
         String host = System.getProperty("os.name") + " " + System.getProperty("os.arch") + ", "
                 + Runtime.getRuntime().availableProcessors() + " cores";
         String command = "qvm reliability --boots " + boots + " --renders " + renders + " --load " + load
-                + " --callers " + callers + " --faults " + faults;
+                + " --callers " + callers + " --faults " + faults + " --serve " + serve + " --serve-clients "
+                + serveClients;
         ReliabilityReport.write(report, host, command, outDir);
         PrintWriter o = spec.commandLine().getOut();
         if (json.enabled()) {

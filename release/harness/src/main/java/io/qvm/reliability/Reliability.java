@@ -50,7 +50,9 @@ import java.util.stream.Stream;
  *     {@link #LOAD_REQUEST_TIMEOUT} here, so a time-out costs that long; the host JVM's heap and
  *     open descriptors before and after;</li>
  * <li>{@code fault}: QEMU killed (SIGKILL) and frozen (SIGSTOP) while a request is in flight:
- *     the caller must get a {@link SandboxLostException} and the VM must be gone.</li>
+ *     the caller must get a {@link SandboxLostException} and the VM must be gone;</li>
+ * <li>{@code serve}: the load's mix over real HTTP through {@code qvm serve}'s server, from
+ *     several clients for two tenants, with a forged token among the hostile ({@link ServeLoad}).</li>
  * </ul>
  * Held: the caller got a result or the typed error the case expects. Lost: anything else (an
  * untyped exception, a sandbox lost where none should be, a request that never returned).
@@ -67,11 +69,17 @@ public final class Reliability {
      * @param callers concurrent callers in {@code load}
      * @param hostileEvery one request in this many is hostile in {@code load}
      * @param faults rounds of each fault in {@code fault}
+     * @param serveRequests requests over HTTP in {@code serve}
+     * @param serveClients concurrent HTTP clients in {@code serve}
      */
-    public record Options(int boots, int renders, int loadRequests, int callers, int hostileEvery, int faults) {
-        /** What the issue asks of a full run: 50 boots, 2,000 renders, 1,000 load requests (2 callers, 10 % hostile). */
+    public record Options(int boots, int renders, int loadRequests, int callers, int hostileEvery, int faults,
+            int serveRequests, int serveClients) {
+        /**
+         * What the issues ask of a full run: 50 boots, 2,000 renders, 1,000 load requests (2
+         * callers, 10 % hostile), 200 requests over HTTP from 4 clients (10 % hostile).
+         */
         public static Options full() {
-            return new Options(50, 2000, 1000, 2, 10, 5);
+            return new Options(50, 2000, 1000, 2, 10, 5, 200, 4);
         }
 
         /**
@@ -80,7 +88,7 @@ public final class Reliability {
          * clone, and on QEMU 7.2 a clone now reads the template's whole RAM (seconds under TCG).
          */
         public static Options slice() {
-            return new Options(1, 20, 10, 2, 5, 1);
+            return new Options(1, 20, 10, 2, 5, 1, 10, 2);
         }
     }
 
@@ -125,6 +133,7 @@ public final class Reliability {
         cats.add(render(o));
         cats.add(load(o, confinements));
         cats.add(fault(o));
+        cats.add(serve(o));
         return new Report(t0, Duration.between(t0, Instant.now()), o, confinements, cats);
     }
 
@@ -276,6 +285,38 @@ public final class Reliability {
         if (leaks > 0) {
             t.notes.add("not flat: " + leaks + " leaked (descriptors past " + FD_SLACK + " more than at the start, "
                     + "or the heap after GC grown by more than " + (HEAP_SLACK >> 20) + " MiB), counted as orphans");
+        }
+        return t.done(orphans(dir, socketsBefore) + leaks);
+    }
+
+    /** {@link ServeLoad}: the same mix over real HTTP through {@code qvm serve}'s server, two tenants. */
+    private Category serve(Options o) throws IOException {
+        Tally t = new Tally("serve");
+        if (o.serveRequests() <= 0) {
+            return t.done(0);
+        }
+        Path dir = PrivateDirectory.ensure(stateRoot.resolve("serve"));
+        java.util.Set<String> socketsBefore = socketDirectories();
+        SandboxConfig serveConfig = config.requestTimeout().compareTo(LOAD_REQUEST_TIMEOUT) <= 0 ? config
+                : config.newBuilder().requestTimeout(LOAD_REQUEST_TIMEOUT).build();
+        long heapBefore = usedHeapAfterGc();
+        long fdsBefore = openDescriptors();
+        ServeLoad.Result r;
+        try (QemuVmBackend backend = backends.get().stateDirectory(dir).build()) {
+            r = ServeLoad.run(backend, serveConfig, o.serveRequests(), o.serveClients(), o.hostileEvery(), this::say);
+        }
+        t.tried = r.tried();
+        t.held = r.held();
+        t.lost = r.lost();
+        t.outcomes.putAll(r.outcomes());
+        t.notes.addAll(r.notes());
+        long heapAfter = usedHeapAfterGc();
+        long fdsAfter = openDescriptors();
+        t.notes.add("host heap after GC: " + (heapBefore >> 20) + " MiB before, " + (heapAfter >> 20)
+                + " MiB after; open descriptors: " + fdsBefore + " before, " + fdsAfter + " after");
+        int leaks = leaks(heapBefore, heapAfter, fdsBefore, fdsAfter);
+        if (leaks > 0) {
+            t.notes.add("not flat: " + leaks + " leaked, counted as orphans");
         }
         return t.done(orphans(dir, socketsBefore) + leaks);
     }
