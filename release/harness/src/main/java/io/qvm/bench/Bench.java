@@ -231,12 +231,14 @@ public final class Bench {
                 out.set("idleCpu", skipped(crossSkip));
                 out.set("poolAcquire", skipped(crossSkip));
                 out.set("documentsPerMinute", skipped(crossSkip));
+                out.set("serveHttp", skipped(crossSkip));
                 out.set("memory", skipped(crossSkip));
             } else {
                 section("idleCpu", "CPU of an idle clone, running and paused", () -> idleCpu(clones));
                 section("poolAcquire", "pool acquire with idle clones", () -> poolAcquire(clones));
                 section("documentsPerMinute", "documents per minute through the default pool",
                         () -> documentsPerMinute(clones));
+                section("serveHttp", "documents per minute over HTTP through qvm serve", () -> serveHttp(clones));
                 section("memory", "memory per idle clone, and " + o.clones() + " clones at once", () -> memory(clones));
             }
         } finally {
@@ -662,6 +664,79 @@ public final class Bench {
                 SandboxPool.PoolStats st = pool.stats();
                 r.put("restored", st.restored());
                 r.put("coldBooted", st.started());
+            }
+            checkpoint();
+        }
+    }
+
+    /**
+     * {@link #documentsPerMinute}'s documents again, over real HTTP through {@code qvm serve}'s
+     * {@link io.qvm.server.QvmServer} on loopback (a token, the same default pool): what a client
+     * of the service gets, beside the library's own figures, at 1, 2 and 4 clients.
+     */
+    private void serveHttp(QemuVmBackend clones) throws Exception {
+        ObjectNode n = out.putObject("serveHttp");
+        int docs = Math.max(10, o.renders());
+        String token = "bench-" + Long.toHexString(System.nanoTime());
+        io.qvm.server.Tenants tenants = io.qvm.server.Tenants.parse(List.of("bench:"
+                + io.qvm.server.Tenants.sha256Hex(token)), "bench");
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        for (int clients : new int[] {1, 2, 4}) {
+            try (SandboxPool pool = SandboxPool.builder(clones, config).build();
+                 io.qvm.server.QvmServer server = io.qvm.server.QvmServer.builder(pool)
+                         .listen(new java.net.InetSocketAddress("127.0.0.1", 0)).tenants(tenants).build().start()) {
+                if (!pool.awaitWarm(config.bootTimeout())) {
+                    throw new IllegalStateException("no sandbox was warm within the boot deadline");
+                }
+                java.net.URI uri = java.net.URI.create("http://127.0.0.1:" + server.address().getPort()
+                        + "/v1/render");
+                List<Long> latency = java.util.Collections.synchronizedList(new ArrayList<>());
+                java.util.Map<Integer, Integer> statuses = new java.util.concurrent.ConcurrentHashMap<>();
+                java.util.concurrent.atomic.AtomicInteger left = new java.util.concurrent.atomic.AtomicInteger(docs);
+                long t0 = System.nanoTime();
+                List<CompletableFuture<Void>> running = new ArrayList<>();
+                java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newFixedThreadPool(clients);
+                for (int c = 0; c < clients; c++) {
+                    running.add(CompletableFuture.runAsync(() -> {
+                        while (left.getAndDecrement() > 0) {
+                            long a = System.nanoTime();
+                            try {
+                                int status = http.send(java.net.http.HttpRequest.newBuilder(uri)
+                                        .header("Authorization", "Bearer " + token)
+                                        .header("Content-Type", "image/svg+xml")
+                                        .POST(java.net.http.HttpRequest.BodyPublishers.ofByteArray(SVG))
+                                        .timeout(config.requestTimeout().plus(config.bootTimeout())).build(),
+                                        java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
+                                statuses.merge(status, 1, Integer::sum);
+                                if (status == 200) {
+                                    latency.add(System.nanoTime() - a);
+                                }
+                            } catch (IOException e) {
+                                statuses.merge(0, 1, Integer::sum);
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                                return;
+                            }
+                        }
+                    }, threads));
+                }
+                threads.shutdown();
+                for (CompletableFuture<Void> f : running) {
+                    f.join();
+                }
+                long wall = System.nanoTime() - t0;
+                ObjectNode r = n.putObject(clients + "Clients");
+                r.put("clients", clients);
+                r.put("documents", docs);
+                r.put("wallMillis", wall / 1_000_000);
+                r.put("perMinute", Math.round(latency.size() * 60e9 / wall * 10) / 10.0);
+                if (!latency.isEmpty()) {
+                    r.set("latency", series(new ArrayList<>(latency)));
+                }
+                ObjectNode st = r.putObject("statuses");
+                statuses.forEach((k, v) -> st.put(Integer.toString(k), v));
+                r.put("restored", pool.stats().restored());
+                r.put("coldBooted", pool.stats().started());
             }
             checkpoint();
         }

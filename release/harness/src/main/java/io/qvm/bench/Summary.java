@@ -109,6 +109,26 @@ final class Summary {
                 }
             }
         }
+        JsonNode serve = r.path("serveHttp");
+        if (serve.has("failed") || serve.has("skipped")) {
+            md.append("\n## Over HTTP (qvm serve)\n\n").append(serve.has("failed") ? "failed: "
+                    + serve.path("failed").asText() : "skipped: " + serve.path("skipped").asText()).append("\n");
+        } else if (serve.isObject()) {
+            md.append("\n## Over HTTP (qvm serve on loopback, the same default pool)\n\n")
+                    .append("| clients | documents | per minute | latency p50 / p99 (n) | statuses | restored / cold-booted |\n")
+                    .append("| --- | --- | --- | --- | --- | --- |\n");
+            for (String k : new String[] {"1Clients", "2Clients", "4Clients"}) {
+                JsonNode d = serve.path(k);
+                if (d.isObject()) {
+                    md.append("| ").append(d.path("clients").asInt()).append(" | ").append(d.path("documents").asInt())
+                            .append(" | ").append(d.path("perMinute").asText()).append(" | ")
+                            .append(d.has("latency") ? cell(d.path("latency")) : "-").append(" | ")
+                            .append(d.path("statuses").toString().replace("\"", "")).append(" | ")
+                            .append(d.path("restored").asLong()).append(" / ").append(d.path("coldBooted").asLong())
+                            .append(" |\n");
+                }
+            }
+        }
         JsonNode m = r.path("memory");
         if (m.has("failed")) {
             md.append("\n## Host memory\n\nfailed: ").append(m.path("failed").asText()).append("\n");

@@ -44,6 +44,27 @@ class SummaryTest {
     }
 
     @Test
+    void theHttpFiguresSitBesideTheLibrarysPerClientCount() {
+        ObjectNode r = JsonNodeFactory.instance.objectNode();
+        ObjectNode serve = r.putObject("serveHttp");
+        ObjectNode one = serve.putObject("1Clients").put("clients", 1).put("documents", 10).put("perMinute", 11.5)
+                .put("restored", 11).put("coldBooted", 0);
+        one.set("latency", Bench.series(List.of(4_000_000_000L, 5_000_000_000L, 6_000_000_000L)));
+        one.putObject("statuses").put("200", 10);
+        ObjectNode four = serve.putObject("4Clients").put("clients", 4).put("documents", 10).put("perMinute", 0.0)
+                .put("restored", 3).put("coldBooted", 0);
+        four.putObject("statuses").put("503", 10);
+        String md = Summary.markdown(r);
+        assertTrue(md.contains("## Over HTTP (qvm serve on loopback, the same default pool)"), md);
+        assertTrue(md.contains("| 1 | 10 | 11.5 | "), md);
+        assertTrue(md.contains("{200:10} | 11 / 0 |"), md);
+        assertTrue(md.contains("| 4 | 10 | 0.0 | - | {503:10} | 3 / 0 |"), "no latency without a 200: " + md);
+        ObjectNode failed = JsonNodeFactory.instance.objectNode();
+        failed.set("serveHttp", Bench.failed("BootFailedException: no"));
+        assertTrue(Summary.markdown(failed).contains("## Over HTTP (qvm serve)\n\nfailed: BootFailedException: no"));
+    }
+
+    @Test
     void bootsThatFailedAndWereTriedAgainAreListed() {
         ObjectNode r = JsonNodeFactory.instance.objectNode();
         r.withArray("bootFailures").addObject().put("step", "cold boot").put("attempt", 1)
