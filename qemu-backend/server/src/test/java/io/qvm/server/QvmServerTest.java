@@ -343,6 +343,30 @@ class QvmServerTest {
     }
 
     @Test
+    void aRequestArrivingOnAnOpenConnectionDuringTheDrainIs503AndTheConnectionCloses() throws Exception {
+        try (ServerFixture f = new ServerFixture();
+             java.net.Socket s = new java.net.Socket("127.0.0.1", f.port())) {
+            s.setSoTimeout(20_000);
+            java.io.OutputStream out = s.getOutputStream();
+            out.write(("POST /v1/render HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ServerFixture.ALPHA_TOKEN
+                    + "\r\n").getBytes(StandardCharsets.US_ASCII)); // headers begun, not finished
+            out.flush();
+            await().atMost(Duration.ofSeconds(10)).until(() -> f.get("/metrics").body()
+                    .contains("qvm_http_connections 2.0"));
+            assertTrue(f.server.drain(Duration.ofSeconds(5)), "nothing was taken");
+            out.write(("Content-Type: image/svg+xml\r\nContent-Length: " + ServerFixture.SVG.length + "\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            out.write(ServerFixture.SVG);
+            out.flush();
+            String answer = new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
+            assertTrue(answer.startsWith("HTTP/1.1 503 "), answer);
+            assertTrue(answer.contains("\"code\" : \"SHUTTING_DOWN\""), answer);
+            assertTrue(answer.toLowerCase(java.util.Locale.ROOT).contains("connection: close"), answer);
+            assertEquals(0, f.backend.renders().size());
+        }
+    }
+
+    @Test
     void metricsAndInfoSayWhatTheServiceDid() throws Exception {
         try (ServerFixture f = new ServerFixture(SandboxConfig.defaults(), p -> p, s -> s.about("accelerator", "tcg"))) {
             assertEquals(200, f.send(f.render("", ServerFixture.ALPHA_TOKEN, "image/svg+xml", ServerFixture.SVG)

@@ -99,6 +99,11 @@ final class ServeCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         InetSocketAddress address = address(listen);
         Tenants tenants = tenants();
+        if (!tenants.required() && !insecure && !address.getAddress().isLoopbackAddress()) {
+            throw new ParameterException(spec.commandLine(), "refusing to listen on "
+                    + address.getAddress().getHostAddress() + " without --tokens: anyone who reaches it could render."
+                    + " Give --tokens FILE, listen on 127.0.0.1, or say --insecure-no-auth");
+        }
         SandboxConfig config = sandboxOptions.toConfig();
         if (minIdle > maxSandboxes || maxSandboxes < 1) {
             throw new ParameterException(spec.commandLine(), "need 1 <= --max-sandboxes and --min-idle <= "
