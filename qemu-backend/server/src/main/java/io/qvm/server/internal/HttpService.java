@@ -498,7 +498,8 @@ public final class HttpService {
             Problem p = Problem.of(e);
             if (p.status() >= 500) {
                 LOG.log(System.Logger.Level.WARNING, "request " + c.requestId + " (tenant " + c.tenant + "): "
-                        + p.code() + ": " + e.getMessage(), e);
+                        + p.code() + ": " + Problem.firstLine(e.getMessage()));
+                LOG.log(System.Logger.Level.DEBUG, "request " + c.requestId + " failed", e);
             }
             sendProblem(c, p, false);
         } finally {
