@@ -18,7 +18,10 @@
 #   --quiet  say nothing when all is well
 #   --env    print what was found on stdout, one NAME=value a line, for the ./qvm launcher:
 #            JAVA_HOME=<the JDK's home> and QVM_MVN=<mvn, or this checkout's mvnw>
-#   --test   also what `./qvm test` needs (shellcheck, for the test that checks the scripts)
+#   --test   also what `./qvm test` needs: shellcheck, for the test that checks the scripts, and on
+#            Linux kubectl, whose `kubectl kustomize` the deployment manifests' tests render with
+#            (release/deploy; Debian's kubernetes-client, kubectl 1.20, is enough). On macOS and
+#            Windows a missing kubectl is only named: those tests then skip, saying so.
 # Every message goes to stderr. QVM_PREREQS_ROOT (tests only) names a directory that stands for /
 # wherever this script looks at a fixed path.
 # Written for bash 3.2 (macOS's /bin/bash): no associative arrays, no mapfile, no empty "${a[@]}".
@@ -251,6 +254,13 @@ if [ "$host" = macos ] || [ "$host" = windows ]; then
     shellcheck=0
     missing=1
   fi
+  if [ "$for_tests" = 1 ] && ! command -v kubectl >/dev/null 2>&1; then
+    if [ "$host" = macos ]; then
+      say "no kubectl on PATH: the deployment manifests' tests (release/deploy) will skip; install it: brew install kubectl"
+    else
+      say "no kubectl on PATH: the deployment manifests' tests (release/deploy) will skip; install it: winget install --exact --id Kubernetes.kubectl"
+    fi
+  fi
   if [ "$missing" = 0 ]; then
     report_found
     exit 0
@@ -442,7 +452,32 @@ qemu_from_backports() {
   fi
 }
 
+# ---- the tests' kubectl ------------------------------------------------------------------------
+# --test: the deployment manifests' tests (release/deploy) render them with `kubectl kustomize`.
+# Any kubectl on PATH will do; the manifests keep to what kubectl 1.20's kustomize (v2.0.3) knows,
+# so Debian 12's kubernetes-client is enough. Installed on its own, after the packages above: not
+# every Debian release or derivative has that package, and a failure here names what to do instead.
+kubectl_for_tests() {
+  [ "$for_tests" = 1 ] || return 0
+  command -v kubectl >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing kubernetes-client (kubectl, for the deployment manifests' tests)"
+    export DEBIAN_FRONTEND=noninteractive
+    if apt-get update -qq >&2 && apt-get install -y -qq --no-install-recommends kubernetes-client >&2 \
+        && command -v kubectl >/dev/null 2>&1; then
+      say "installed: kubernetes-client ($(command -v kubectl))"
+      return 0
+    fi
+    tell "could not install kubernetes-client (apt-get failed, above)"
+  fi
+  tell "missing: kubectl (./qvm test renders the deployment manifests with kubectl kustomize)"
+  tell "  install it: sudo apt-get install -y --no-install-recommends kubernetes-client (Debian),"
+  tell "  or any kubectl 1.20 or later on PATH"
+  exit 1
+}
+
 finish_linux() {
+  kubectl_for_tests
   qemu_from_backports
   qemu=$(find_qemu x86_64)
   maven=$(find_maven)

@@ -90,10 +90,17 @@ public final class QvmServer implements AutoCloseable {
                 : tenants.names().size() > 1 ? Math.max(1, (threads + queue) / 2) : threads + queue;
         this.admission = new Admission(threads, queue, cap);
         this.http = new HttpService(pool, tenants, admission, new HttpService.Limits(b.headerTimeout, b.readTimeout,
-                b.idleTimeout, b.maxConnections, b.maxInitialLineBytes, b.maxHeaderBytes), version, this::whyNotReady,
+                b.idleTimeout, b.maxConnections, b.maxInitialLineBytes, b.maxHeaderBytes,
+                b.maxBufferedBytes > 0 ? b.maxBufferedBytes : (threads + queue + 2L) * bodyCap(pool)), version,
+                this::whyNotReady,
                 this::info, b.accessLog);
         this.boss = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
         this.workers = new MultiThreadIoEventLoopGroup(b.ioThreads, NioIoHandler.newFactory());
+    }
+
+    /** The most bytes one request's body may have: the largest document and a multipart envelope. */
+    private static long bodyCap(SandboxPool pool) {
+        return pool.config().maxRequestBytes() + io.qvm.server.internal.RenderInput.MULTIPART_SLACK;
     }
 
     public static Builder builder(SandboxPool pool) {
@@ -208,6 +215,7 @@ public final class QvmServer implements AutoCloseable {
         service.put("maxQueue", admission.maxQueue());
         service.put("tenantMaxRequests", admission.tenantCap());
         service.put("tenantsRequired", tenants.required());
+        service.put("maxBufferedBytes", http.maxBufferedBytes());
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("version", version);
         out.putAll(about);
@@ -295,6 +303,7 @@ public final class QvmServer implements AutoCloseable {
         private int maxConnections = 256;
         private int maxInitialLineBytes = 8 * 1024;
         private int maxHeaderBytes = 16 * 1024;
+        private long maxBufferedBytes;
         private Duration headerTimeout = Duration.ofSeconds(10);
         private Duration readTimeout = Duration.ofSeconds(30);
         private Duration idleTimeout = Duration.ofSeconds(60);
@@ -361,6 +370,21 @@ public final class QvmServer implements AutoCloseable {
         /** Most bytes of headers (default 16 KiB; above: 431). */
         public Builder maxHeaderBytes(int n) {
             this.maxHeaderBytes = check("maxHeaderBytes", n, 1024, 1 << 20);
+            return this;
+        }
+
+        /**
+         * The most bytes of request bodies received and held at once, across all connections
+         * (default: render threads plus queue plus two, times the largest body). A render request
+         * reserves its {@code Content-Length} — a chunked one the largest body — from its headers
+         * and gives it back with its answer; one that does not fit is 429 before its body is read.
+         * Size the JVM's heap above it (each body is copied about three times on its way).
+         */
+        public Builder maxBufferedBytes(long bytes) {
+            if (bytes < 1 << 20) {
+                throw new IllegalArgumentException("maxBufferedBytes must be at least 1 MiB, got " + bytes);
+            }
+            this.maxBufferedBytes = bytes;
             return this;
         }
 

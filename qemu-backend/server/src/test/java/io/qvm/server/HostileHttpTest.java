@@ -138,6 +138,45 @@ class HostileHttpTest {
     }
 
     @Test
+    void bodiesHeldAtOnceAreBoundedAcrossConnectionsAndGivenBack() throws Exception {
+        // the budget here: (2 render threads + a queue of 4 + 2) x (64 KiB + the multipart slack) = 1 MiB
+        List<Socket> stalled = new ArrayList<>();
+        try {
+            for (int i = 0; i < 17; i++) { // 17 x 60,000 bytes promised fit; the 18th does not
+                Socket s = socket();
+                write(s, head("image/svg+xml", "Content-Length: 60000\r\n") + "<svg");
+                stalled.add(s);
+            }
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertEquals(
+                    17 * 60_000.0, buffered()));
+            try (Socket s = socket()) {
+                write(s, head("image/svg+xml", "Content-Length: 60000\r\n"));
+                Answer a = read(s);
+                assertEquals(429, a.status(), a.text());
+                assertTrue(a.text().contains("BODIES_BUSY") && a.text().contains("retry-after: 1"), a.text());
+            }
+            for (Socket s : stalled) {
+                assertEquals(408, read(s).status(), "the stalled bodies time out");
+            }
+        } finally {
+            for (Socket s : stalled) {
+                s.close();
+            }
+        }
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertEquals(0.0,
+                buffered()));
+    }
+
+    private double buffered() throws Exception {
+        for (String line : f.get("/metrics").body().split("\n")) {
+            if (line.startsWith("qvm_http_buffered_bytes ")) {
+                return Double.parseDouble(line.substring(line.indexOf(' ') + 1));
+            }
+        }
+        throw new AssertionError("no qvm_http_buffered_bytes");
+    }
+
+    @Test
     void thousandsOfHeadersAre431() throws Exception {
         try (Socket s = socket()) {
             StringBuilder b = new StringBuilder("GET /healthz HTTP/1.1\r\nHost: x\r\n");

@@ -80,6 +80,11 @@ final class ServeCommand implements Callable<Integer> {
             + "queued at once (default half of sandboxes and queue with two tenants or more); beyond it 429.")
     Integer tenantMax;
 
+    @Option(names = "--max-buffered-mib", paramLabel = "MIB", description = "Request bodies held at once across "
+            + "connections (default: render threads plus queue plus two, times the largest body); beyond it 429. "
+            + "The JVM's heap must hold about three times this.")
+    Integer maxBufferedMib;
+
     @Option(names = "--drain-timeout", paramLabel = "SECONDS", description = "On SIGTERM, how long the requests "
             + "taken may take to finish (default: the request timeout plus the boot timeout).")
     Integer drainSeconds;
@@ -126,6 +131,9 @@ final class ServeCommand implements Callable<Integer> {
             }
             if (tenantMax != null) {
                 b.tenantMaxRequests(tenantMax);
+            }
+            if (maxBufferedMib != null) {
+                b.maxBufferedBytes((long) maxBufferedMib << 20);
             }
             about(backend.admin(), config).forEach(b::about);
             if (!quiet) {

@@ -32,6 +32,8 @@ final class Conn {
     String endpoint = "other";
     String tenant = "";
     boolean keepAlive;
+    /** Bytes of the body budget this request holds (HttpService's), given back with its answer. */
+    long reservedBytes;
     private ScheduledFuture<?> timer;
 
     Conn(Channel channel) {

@@ -73,8 +73,13 @@ public final class HttpService {
     static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 
     /** The HTTP-level limits (the body's comes from the pool's config). */
+    /**
+     * @param maxBufferedBytes the most bytes of request bodies held at once, across connections:
+     *     a render request reserves its {@code Content-Length} (a chunked one, the most a body may
+     *     be) from its headers, and gives it back with its answer; one that does not fit is 429
+     */
     public record Limits(Duration headerTimeout, Duration readTimeout, Duration idleTimeout, int maxConnections,
-            int maxInitialLineBytes, int maxHeaderBytes) {
+            int maxInitialLineBytes, int maxHeaderBytes, long maxBufferedBytes) {
         public Limits {
             Objects.requireNonNull(headerTimeout, "headerTimeout");
             Objects.requireNonNull(readTimeout, "readTimeout");
@@ -91,6 +96,8 @@ public final class HttpService {
     private final Consumer<String> accessLog;
     private final long maxDocumentBytes;
     private final int maxBodyBytes;
+    /** Bytes of request bodies reserved now ({@link Limits#maxBufferedBytes}). */
+    private final java.util.concurrent.atomic.AtomicLong buffered = new java.util.concurrent.atomic.AtomicLong();
     private final ChannelGroup channels = new DefaultChannelGroup("qvm-serve", GlobalEventExecutor.INSTANCE);
     private final AtomicInteger connections = new AtomicInteger();
     private final ServerMetrics metrics;
@@ -113,7 +120,7 @@ public final class HttpService {
         this.maxBodyBytes = (int) Math.min(Integer.MAX_VALUE - RenderInput.MULTIPART_SLACK,
                 maxDocumentBytes) + RenderInput.MULTIPART_SLACK;
         this.metrics = new ServerMetrics(pool, version, admission::queued, admission::running, connections::get,
-                () -> draining);
+                buffered::get, () -> draining);
     }
 
     /** The initializer for each accepted connection. */
@@ -229,6 +236,7 @@ public final class HttpService {
             return;
         }
         boolean closing = close || !c.keepAlive || draining;
+        releaseBody(c);
         r.headers().set("X-Request-Id", c.requestId);
         r.headers().set(HttpHeaderNames.CONNECTION, closing ? HttpHeaderValues.CLOSE : HttpHeaderValues.KEEP_ALIVE);
         c.disarm();
@@ -243,6 +251,33 @@ public final class HttpService {
             c.arm(limits.idleTimeout(), c.channel::close);
             c.channel.config().setAutoRead(true);
         });
+    }
+
+    /** Reserves {@code bytes} of the body budget for the connection's request; whether they fit. */
+    private boolean reserveBody(Conn c, long bytes) {
+        long now = buffered.addAndGet(bytes);
+        if (now > limits.maxBufferedBytes() && now != bytes) { // one request alone is always allowed its cap
+            buffered.addAndGet(-bytes);
+            return false;
+        }
+        c.reservedBytes = bytes;
+        return true;
+    }
+
+    private void releaseBody(Conn c) {
+        if (c.reservedBytes > 0) {
+            buffered.addAndGet(-c.reservedBytes);
+            c.reservedBytes = 0;
+        }
+    }
+
+    /** Bytes of request bodies reserved now. */
+    public long bufferedBytes() {
+        return buffered.get();
+    }
+
+    public long maxBufferedBytes() {
+        return limits.maxBufferedBytes();
     }
 
     private void record(Conn c, int status, String code) {
@@ -272,7 +307,9 @@ public final class HttpService {
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
             connections.decrementAndGet();
-            Conn.of(ctx.channel()).disarm();
+            Conn c = Conn.of(ctx.channel());
+            c.disarm();
+            releaseBody(c);
             ctx.fireChannelInactive();
         }
 
@@ -375,6 +412,9 @@ public final class HttpService {
             long cap = type.equals(RenderInput.MULTIPART) ? maxBodyBytes : maxDocumentBytes;
             if (length > cap) {
                 return Optional.of(Problem.tooLarge(length, maxDocumentBytes));
+            }
+            if (!reserveBody(c, length >= 0 ? length : maxBodyBytes)) {
+                return Optional.of(Problem.bodiesBusy(limits.maxBufferedBytes()));
             }
             return Optional.empty();
         }

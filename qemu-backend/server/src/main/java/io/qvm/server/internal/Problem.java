@@ -62,6 +62,7 @@ public record Problem(int status, String code, String title, boolean retryable, 
         rows.add(row("any other SandboxException", of(new SandboxException(""))));
         rows.add(row("queue full", queueFull(0)));
         rows.add(row("tenant at its cap", tenantBusy("", 0)));
+        rows.add(row("request bodies held at once at their cap", bodiesBusy(0)));
         rows.add(row("draining (SIGTERM)", draining()));
         rows.add(row("no or unknown token", unauthorized()));
         rows.add(row("body above maxRequestBytes", tooLarge(0, 0)));
@@ -150,6 +151,11 @@ public record Problem(int status, String code, String title, boolean retryable, 
     public static Problem tenantBusy(String tenant, int cap) {
         return new Problem(429, "TENANT_BUSY", "This tenant has as many requests in flight as it may", true,
                 RETRY_BUSY_SECONDS, "tenant " + tenant + " may have " + cap + " requests rendering or queued at once");
+    }
+
+    public static Problem bodiesBusy(long maxBufferedBytes) {
+        return new Problem(429, "BODIES_BUSY", "As many request bodies are being received as the service holds at once",
+                true, RETRY_BUSY_SECONDS, "at most " + (maxBufferedBytes >> 20) + " MiB of request bodies at once");
     }
 
     public static Problem draining() {

@@ -26,6 +26,7 @@ import java.util.function.Supplier;
  *     {@code code}): every request from its first byte to its answer, by how it ended;
  * <li>{@code qvm_http_render_queue} (requests admitted and waiting for a render thread),
  *     {@code qvm_http_render_in_flight} (rendering now), {@code qvm_http_connections},
+ *     {@code qvm_http_buffered_bytes} (request bodies held),
  *     {@code qvm_http_draining} (1 after SIGTERM);
  * <li>the pool's meters ({@link QvmPoolMetrics}): requests by outcome, the render and acquire
  *     latency (histograms here), sandboxes by state, restores and cold boots, crashes, retries,
@@ -40,8 +41,12 @@ public final class ServerMetrics implements AutoCloseable {
     private final QvmPoolMetrics poolMetrics;
     private final ConcurrentMap<Tags, Timer> requestTimers = new ConcurrentHashMap<>();
 
+    /**
+     * Every gauge holds its supplier strongly: Micrometer keeps a gauge's state object by a weak
+     * reference, and a method reference held by nothing else is collected (the gauge then reads NaN).
+     */
     public ServerMetrics(SandboxPool pool, String version, Supplier<Number> queue, Supplier<Number> inFlight,
-            Supplier<Number> connections, Supplier<Boolean> draining) {
+            Supplier<Number> connections, Supplier<Number> bufferedBytes, Supplier<Boolean> draining) {
         registry.config().meterFilter(new MeterFilter() {
             @Override
             public DistributionStatisticConfig configure(Meter.Id id, DistributionStatisticConfig config) {
@@ -58,16 +63,19 @@ public final class ServerMetrics implements AutoCloseable {
         this.poolMetrics = new QvmPoolMetrics(pool, Tags.empty());
         poolMetrics.bindTo(registry);
         Gauge.builder("qvm.http.render.queue", queue, s -> s.get().doubleValue())
-                .description("render requests admitted and waiting for a render thread").register(registry);
+                .description("render requests admitted and waiting for a render thread").strongReference(true).register(registry);
         Gauge.builder("qvm.http.render.in.flight", inFlight, s -> s.get().doubleValue())
-                .description("render requests rendering now").register(registry);
+                .description("render requests rendering now").strongReference(true).register(registry);
         Gauge.builder("qvm.http.connections", connections, s -> s.get().doubleValue())
-                .description("open HTTP connections").register(registry);
+                .description("open HTTP connections").strongReference(true).register(registry);
+        Gauge.builder("qvm.http.buffered", bufferedBytes, s -> s.get().doubleValue()).baseUnit("bytes")
+                .description("bytes of request bodies reserved now (being received, queued or rendering)")
+                .strongReference(true).register(registry);
         Gauge.builder("qvm.http.draining", draining, s -> s.get() ? 1 : 0)
-                .description("1 once the server drains (SIGTERM): not ready, accepting nothing new").register(registry);
+                .description("1 once the server drains (SIGTERM): not ready, accepting nothing new").strongReference(true).register(registry);
         Gauge.builder("qvm.build.info", () -> 1)
                 .tags("version", version, "java", System.getProperty("java.version", "unknown"))
-                .description("the qvm version serving").register(registry);
+                .description("the qvm version serving").strongReference(true).register(registry);
         new JvmMemoryMetrics().bindTo(registry);
         new JvmThreadMetrics().bindTo(registry);
         new FileDescriptorMetrics().bindTo(registry);
