@@ -154,7 +154,8 @@ final class ServeCommand implements Callable<Integer> {
             try (server) {
                 InetSocketAddress bound = server.address();
                 err.println("qvm serve: listening on http://" + hostForUrl(bound) + ":" + bound.getPort()
-                        + (tenants.required() ? " (" + tenants.names().size() + " tenants)" : " (no tokens)")
+                        + (tenants.required() ? " (" + tenants.names().size() + (tenants.names().size() == 1 ? " tenant)"
+                        : " tenants)") : " (no tokens)")
                         + "; ready once a sandbox is warm (GET /readyz)");
                 err.flush();
                 stop.await();
