@@ -638,23 +638,12 @@ public final class Bench {
             try (SandboxPool pool = SandboxPool.builder(clones, config).build()) {
                 pool.warmUp();
                 List<Long> latency = java.util.Collections.synchronizedList(new ArrayList<>());
-                java.util.concurrent.atomic.AtomicInteger left = new java.util.concurrent.atomic.AtomicInteger(docs);
                 long t0 = System.nanoTime();
-                List<CompletableFuture<Void>> running = new ArrayList<>();
-                java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newFixedThreadPool(clients);
-                for (int c = 0; c < clients; c++) {
-                    running.add(CompletableFuture.runAsync(() -> {
-                        while (left.getAndDecrement() > 0) {
-                            long a = System.nanoTime();
-                            pool.render(RenderRequest.svg(SVG));
-                            latency.add(System.nanoTime() - a);
-                        }
-                    }, threads));
-                }
-                threads.shutdown();
-                for (CompletableFuture<Void> f : running) {
-                    f.join();
-                }
+                clients(clients, docs, () -> {
+                    long a = System.nanoTime();
+                    pool.render(RenderRequest.svg(SVG));
+                    latency.add(System.nanoTime() - a);
+                });
                 long wall = System.nanoTime() - t0;
                 ObjectNode r = n.putObject(clients == 1 ? "oneClient" : "twoClients");
                 r.put("documents", docs);
@@ -692,38 +681,26 @@ public final class Bench {
                         + "/v1/render");
                 List<Long> latency = java.util.Collections.synchronizedList(new ArrayList<>());
                 java.util.Map<Integer, Integer> statuses = new java.util.concurrent.ConcurrentHashMap<>();
-                java.util.concurrent.atomic.AtomicInteger left = new java.util.concurrent.atomic.AtomicInteger(docs);
                 long t0 = System.nanoTime();
-                List<CompletableFuture<Void>> running = new ArrayList<>();
-                java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newFixedThreadPool(clients);
-                for (int c = 0; c < clients; c++) {
-                    running.add(CompletableFuture.runAsync(() -> {
-                        while (left.getAndDecrement() > 0) {
-                            long a = System.nanoTime();
-                            try {
-                                int status = http.send(java.net.http.HttpRequest.newBuilder(uri)
-                                        .header("Authorization", "Bearer " + token)
-                                        .header("Content-Type", "image/svg+xml")
-                                        .POST(java.net.http.HttpRequest.BodyPublishers.ofByteArray(SVG))
-                                        .timeout(config.requestTimeout().plus(config.bootTimeout())).build(),
-                                        java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
-                                statuses.merge(status, 1, Integer::sum);
-                                if (status == 200) {
-                                    latency.add(System.nanoTime() - a);
-                                }
-                            } catch (IOException e) {
-                                statuses.merge(0, 1, Integer::sum);
-                            } catch (InterruptedException e) {
-                                Thread.currentThread().interrupt();
-                                return;
-                            }
+                clients(clients, docs, () -> {
+                    long a = System.nanoTime();
+                    try {
+                        int status = http.send(java.net.http.HttpRequest.newBuilder(uri)
+                                .header("Authorization", "Bearer " + token)
+                                .header("Content-Type", "image/svg+xml")
+                                .POST(java.net.http.HttpRequest.BodyPublishers.ofByteArray(SVG))
+                                .timeout(config.requestTimeout().plus(config.bootTimeout())).build(),
+                                java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
+                        statuses.merge(status, 1, Integer::sum);
+                        if (status == 200) {
+                            latency.add(System.nanoTime() - a);
                         }
-                    }, threads));
-                }
-                threads.shutdown();
-                for (CompletableFuture<Void> f : running) {
-                    f.join();
-                }
+                    } catch (IOException e) {
+                        statuses.merge(0, 1, Integer::sum);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
                 long wall = System.nanoTime() - t0;
                 ObjectNode r = n.putObject(clients + "Clients");
                 r.put("clients", clients);
@@ -739,6 +716,24 @@ public final class Bench {
                 r.put("coldBooted", pool.stats().started());
             }
             checkpoint();
+        }
+    }
+
+    /** {@code docs} runs of {@code one}, by {@code clients} threads at once, each taking the next until none is left. */
+    private static void clients(int clients, int docs, Runnable one) {
+        java.util.concurrent.atomic.AtomicInteger left = new java.util.concurrent.atomic.AtomicInteger(docs);
+        java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newFixedThreadPool(clients);
+        List<CompletableFuture<Void>> running = new ArrayList<>();
+        for (int c = 0; c < clients; c++) {
+            running.add(CompletableFuture.runAsync(() -> {
+                while (left.getAndDecrement() > 0 && !Thread.currentThread().isInterrupted()) {
+                    one.run();
+                }
+            }, threads));
+        }
+        threads.shutdown();
+        for (CompletableFuture<Void> f : running) {
+            f.join();
         }
     }
 

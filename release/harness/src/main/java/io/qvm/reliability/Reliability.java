@@ -277,6 +277,14 @@ public final class Reliability {
         t.lost = lost.get();
         outcomes.forEach((k, v) -> t.outcomes.put(k, v.get()));
         t.notes.addAll(notes);
+        return t.done(orphans(dir, socketsBefore) + flatness(t, heapBefore, fdsBefore));
+    }
+
+    /**
+     * Notes this JVM's heap after GC and open descriptors against {@code heapBefore} and
+     * {@code fdsBefore}; returns what leaked ({@link #leaks}), which the caller counts as orphans.
+     */
+    private static int flatness(Tally t, long heapBefore, long fdsBefore) {
         long heapAfter = usedHeapAfterGc();
         long fdsAfter = openDescriptors();
         t.notes.add("host heap after GC: " + (heapBefore >> 20) + " MiB before, " + (heapAfter >> 20)
@@ -286,7 +294,7 @@ public final class Reliability {
             t.notes.add("not flat: " + leaks + " leaked (descriptors past " + FD_SLACK + " more than at the start, "
                     + "or the heap after GC grown by more than " + (HEAP_SLACK >> 20) + " MiB), counted as orphans");
         }
-        return t.done(orphans(dir, socketsBefore) + leaks);
+        return leaks;
     }
 
     /** {@link ServeLoad}: the same mix over real HTTP through {@code qvm serve}'s server, two tenants. */
@@ -310,15 +318,7 @@ public final class Reliability {
         t.lost = r.lost();
         t.outcomes.putAll(r.outcomes());
         t.notes.addAll(r.notes());
-        long heapAfter = usedHeapAfterGc();
-        long fdsAfter = openDescriptors();
-        t.notes.add("host heap after GC: " + (heapBefore >> 20) + " MiB before, " + (heapAfter >> 20)
-                + " MiB after; open descriptors: " + fdsBefore + " before, " + fdsAfter + " after");
-        int leaks = leaks(heapBefore, heapAfter, fdsBefore, fdsAfter);
-        if (leaks > 0) {
-            t.notes.add("not flat: " + leaks + " leaked, counted as orphans");
-        }
-        return t.done(orphans(dir, socketsBefore) + leaks);
+        return t.done(orphans(dir, socketsBefore) + flatness(t, heapBefore, fdsBefore));
     }
 
     private Category fault(Options o) throws IOException {
