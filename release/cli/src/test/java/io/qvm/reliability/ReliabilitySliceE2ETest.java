@@ -20,7 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The suite's slice of {@code qvm reliability} ({@link Reliability.Options#slice()}): real
  * sandboxes booted, rendering, loaded by two callers with hostile documents among the requests,
- * and faulted (QEMU killed and frozen mid-request). Every case must hold and nothing may be left
+ * faulted (QEMU killed and frozen mid-request), and loaded again over HTTP through {@code qvm
+ * serve}'s server by two clients for two tenants. Every case must hold and nothing may be left
  * behind; the full run is {@code ./qvm reliability}.
  */
 @Tag("e2e")
@@ -45,9 +46,10 @@ class ReliabilitySliceE2ETest {
         System.out.println(md);
         ReliabilityReport.write(r, "test host", "ReliabilitySliceE2ETest", tmp.resolve("out"));
         assertTrue(Files.size(tmp.resolve("out").resolve("reliability.json")) > 0);
-        assertEquals(List.of("boot", "render", "load", "fault"), r.categories().stream().map(Reliability.Category::name)
+        assertEquals(List.of("boot", "render", "load", "fault", "serve"), r.categories().stream().map(Reliability.Category::name)
                 .toList());
         for (Reliability.Category c : r.categories()) {
+            assertTrue(c.tried() > 0, c.name() + " tried nothing");
             assertEquals(c.tried(), c.held(), c.name() + ": " + c.outcomes() + " " + c.notes());
             assertEquals(0, c.lost(), c.name() + ": " + c.notes());
             assertEquals(0, c.orphans(), c.name() + " left something behind");
