@@ -661,7 +661,8 @@ public final class Bench {
     /**
      * {@link #documentsPerMinute}'s documents again, over real HTTP through {@code qvm serve}'s
      * {@link io.qvm.server.QvmServer} on loopback (a token, the same default pool): what a client
-     * of the service gets, beside the library's own figures, at 1, 2 and 4 clients.
+     * of the service gets, beside the library's own figures, at 1, 2 and 4 clients, with
+     * {@code qvm serve}'s default sizing (2 sandboxes, one started ahead; more clients queue).
      */
     private void serveHttp(QemuVmBackend clones) throws Exception {
         ObjectNode n = out.putObject("serveHttp");
@@ -671,7 +672,8 @@ public final class Bench {
                 + io.qvm.server.Tenants.sha256Hex(token)), "bench");
         java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
         for (int clients : new int[] {1, 2, 4}) {
-            try (SandboxPool pool = SandboxPool.builder(clones, config).build();
+            // qvm serve's own sizing (--max-sandboxes 2, --min-idle 1): clients beyond wait in its queue
+            try (SandboxPool pool = SandboxPool.builder(clones, config).maxSandboxes(2).minIdle(1).build();
                  io.qvm.server.QvmServer server = io.qvm.server.QvmServer.builder(pool)
                          .listen(new java.net.InetSocketAddress("127.0.0.1", 0)).tenants(tenants).build().start()) {
                 if (!pool.awaitWarm(config.bootTimeout())) {

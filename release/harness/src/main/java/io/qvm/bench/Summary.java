@@ -114,7 +114,7 @@ final class Summary {
             md.append("\n## Over HTTP (qvm serve)\n\n").append(serve.has("failed") ? "failed: "
                     + serve.path("failed").asText() : "skipped: " + serve.path("skipped").asText()).append("\n");
         } else if (serve.isObject()) {
-            md.append("\n## Over HTTP (qvm serve on loopback, the same default pool)\n\n")
+            md.append("\n## Over HTTP (qvm serve on loopback: 2 sandboxes, one started ahead, more clients queue)\n\n")
                     .append("| clients | documents | per minute | latency p50 / p99 (n) | statuses | restored / cold-booted |\n")
                     .append("| --- | --- | --- | --- | --- | --- |\n");
             for (String k : new String[] {"1Clients", "2Clients", "4Clients"}) {

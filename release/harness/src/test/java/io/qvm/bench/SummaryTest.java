@@ -55,7 +55,7 @@ class SummaryTest {
                 .put("restored", 3).put("coldBooted", 0);
         four.putObject("statuses").put("503", 10);
         String md = Summary.markdown(r);
-        assertTrue(md.contains("## Over HTTP (qvm serve on loopback, the same default pool)"), md);
+        assertTrue(md.contains("## Over HTTP (qvm serve on loopback: 2 sandboxes, one started ahead, more clients queue)"), md);
         assertTrue(md.contains("| 1 | 10 | 11.5 | "), md);
         assertTrue(md.contains("{200:10} | 11 / 0 |"), md);
         assertTrue(md.contains("| 4 | 10 | 0.0 | - | {503:10} | 3 / 0 |"), "no latency without a 200: " + md);
