@@ -62,7 +62,7 @@ public final class RestoreSlots {
         boolean got;
         try {
             long left = deadline - System.nanoTime();
-            got = left > 0 && (free.tryAcquire() || free.tryAcquire(left, TimeUnit.NANOSECONDS));
+            got = left > 0 && free.tryAcquire(left, TimeUnit.NANOSECONDS); // timed: it keeps the queue's order
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new SandboxException("interrupted while waiting for one of this backend's " + slots

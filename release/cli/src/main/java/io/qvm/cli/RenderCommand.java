@@ -15,7 +15,6 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -166,7 +165,7 @@ final class RenderCommand implements Callable<Integer> {
     }
 
     private RenderRequest request(byte[] document) {
-        RenderRequest.Type t = type != null ? type : sniff(document);
+        RenderRequest.Type t = type != null ? type : RenderRequest.Type.sniff(document);
         if (dpi != null && (width != null || height != null)) {
             throw new ParameterException(spec.commandLine(), "give --dpi or --width/--height, not both");
         }
@@ -177,18 +176,6 @@ final class RenderCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), "invalid render options: " + e.getMessage());
         }
-    }
-
-    /** PDF when {@code %PDF-} appears in the first 1024 bytes (as PDF readers accept), else SVG. */
-    static RenderRequest.Type sniff(byte[] doc) {
-        byte[] magic = {'%', 'P', 'D', 'F', '-'};
-        int end = Math.min(doc.length, 1024) - magic.length;
-        for (int i = 0; i <= end; i++) {
-            if (Arrays.equals(doc, i, i + magic.length, magic, 0, magic.length)) {
-                return RenderRequest.Type.PDF;
-            }
-        }
-        return RenderRequest.Type.SVG;
     }
 
     static Path defaultOutput(Path in) {

@@ -156,9 +156,9 @@ class QvmCliTest {
 
     @Test
     void pdfIsSniffedFromTheContent() {
-        assertEquals(io.qvm.protocol.RenderRequest.Type.PDF, RenderCommand.sniff("\n%PDF-1.7\n".getBytes()));
-        assertEquals(io.qvm.protocol.RenderRequest.Type.SVG, RenderCommand.sniff("<svg/>".getBytes()));
-        assertEquals(io.qvm.protocol.RenderRequest.Type.SVG, RenderCommand.sniff(new byte[0]));
+        assertEquals(io.qvm.protocol.RenderRequest.Type.PDF, io.qvm.protocol.RenderRequest.Type.sniff("\n%PDF-1.7\n".getBytes()));
+        assertEquals(io.qvm.protocol.RenderRequest.Type.SVG, io.qvm.protocol.RenderRequest.Type.sniff("<svg/>".getBytes()));
+        assertEquals(io.qvm.protocol.RenderRequest.Type.SVG, io.qvm.protocol.RenderRequest.Type.sniff(new byte[0]));
         assertEquals(Path.of("/a/b.png"), RenderCommand.defaultOutput(Path.of("/a/b.svg")));
         assertEquals(Path.of("/a/b.rendered.png"), RenderCommand.defaultOutput(Path.of("/a/b.png")));
     }

@@ -70,6 +70,22 @@ public record RenderRequest(Type type, byte[] document, int width, int height, i
             }
             throw new IllegalArgumentException("type must be \"svg\" or \"pdf\"");
         }
+
+        /**
+         * The type of a document that does not say: PDF when {@code %PDF-} appears in its first
+         * 1024 bytes (as PDF readers accept), else SVG. What {@code qvm render} and {@code qvm
+         * serve} decide for a document given without a type.
+         */
+        public static Type sniff(byte[] doc) {
+            byte[] magic = {'%', 'P', 'D', 'F', '-'};
+            int end = Math.min(doc.length, 1024) - magic.length;
+            for (int i = 0; i <= end; i++) {
+                if (java.util.Arrays.equals(doc, i, i + magic.length, magic, 0, magic.length)) {
+                    return PDF;
+                }
+            }
+            return SVG;
+        }
     }
 
     public RenderRequest {

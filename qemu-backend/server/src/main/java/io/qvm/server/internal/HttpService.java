@@ -232,7 +232,7 @@ public final class HttpService {
         }
         if (!c.channel.isActive()) {
             ReferenceCountUtil.release(r);
-            record(c, r.status().code(), code + " (client gone)");
+            record(c, r.status().code(), code, " (client gone)");
             return;
         }
         boolean closing = close || !c.keepAlive || draining;
@@ -241,7 +241,7 @@ public final class HttpService {
         r.headers().set(HttpHeaderNames.CONNECTION, closing ? HttpHeaderValues.CLOSE : HttpHeaderValues.KEEP_ALIVE);
         c.disarm();
         c.phase = closing ? Conn.Phase.CLOSING : Conn.Phase.BUSY;
-        record(c, r.status().code(), code);
+        record(c, r.status().code(), code, "");
         c.channel.writeAndFlush(r).addListener((ChannelFutureListener) f -> {
             if (closing || !f.isSuccess()) {
                 c.channel.close();
@@ -280,12 +280,12 @@ public final class HttpService {
         return limits.maxBufferedBytes();
     }
 
-    private void record(Conn c, int status, String code) {
-        metrics.request(c.endpoint, status, code.contains(" ") ? code.substring(0, code.indexOf(' ')) : code,
-                c.startNanos);
+    /** Counts the answer in the metrics and writes its access-log line ({@code note} only there). */
+    private void record(Conn c, int status, String code, String note) {
+        metrics.request(c.endpoint, status, code, c.startNanos);
         long ms = (System.nanoTime() - c.startNanos) / 1_000_000;
         accessLog.accept(c.requestId + " " + (c.tenant.isEmpty() ? "-" : c.tenant) + " " + c.endpoint + " " + status
-                + " " + code + " " + ms + "ms");
+                + " " + code + note + " " + ms + "ms");
     }
 
     // ---- the handlers ----------------------------------------------------------------------------

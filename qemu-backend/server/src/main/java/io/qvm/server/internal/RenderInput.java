@@ -177,21 +177,9 @@ public final class RenderInput {
         return switch (partType) {
             case SVG -> RenderRequest.Type.SVG;
             case PDF -> RenderRequest.Type.PDF;
-            case OCTETS, "" -> sniff(document);
+            case OCTETS, "" -> RenderRequest.Type.sniff(document);
             default -> throw new ProblemException(Problem.unsupportedType(partType + " (the 'file' part)"));
         };
-    }
-
-    /** PDF when {@code %PDF-} appears in the first 1024 bytes (as {@code qvm render} decides), else SVG. */
-    static RenderRequest.Type sniff(byte[] doc) {
-        byte[] magic = {'%', 'P', 'D', 'F', '-'};
-        int end = Math.min(doc.length, 1024) - magic.length;
-        for (int i = 0; i <= end; i++) {
-            if (java.util.Arrays.equals(doc, i, i + magic.length, magic, 0, magic.length)) {
-                return RenderRequest.Type.PDF;
-            }
-        }
-        return RenderRequest.Type.SVG;
     }
 
     /** A client's string as it may appear in an answer: printable ASCII, at most 64 characters. */
