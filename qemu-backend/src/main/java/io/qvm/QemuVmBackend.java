@@ -23,6 +23,7 @@ import io.qvm.internal.sandbox.QemuSandbox;
 import io.qvm.internal.template.Template;
 import io.qvm.internal.template.TemplateKey;
 import io.qvm.internal.template.TemplateStore;
+import io.qvm.internal.image.ClassArchives;
 import io.qvm.protocol.Limits;
 import io.qvm.protocol.image.Arch;
 import java.io.IOException;
@@ -74,6 +75,7 @@ public final class QemuVmBackend implements SandboxBackend {
     private final Path runtimeRoot;
     private final Consumer<String> progress;
     private final TemplateStore templates;
+    private final ClassArchives classArchives;
     private final boolean useTemplates;
     private final Set<QemuSandbox> running = ConcurrentHashMap.newKeySet();
     private final ReapReport startupReap;
@@ -100,6 +102,10 @@ public final class QemuVmBackend implements SandboxBackend {
         this.templates = TemplateStore.at(b.templateRoot != null ? b.templateRoot : env.templateRoot())
                 .withQuota(b.maxTemplates, b.maxTemplateBytes);
         this.useTemplates = b.useTemplates != null ? b.useTemplates : env.templatesEnabled();
+        boolean archives = b.useClassArchives != null ? b.useClassArchives : env.classArchivesEnabled();
+        this.classArchives = archives ? ClassArchives.at(b.classArchiveRoot != null ? b.classArchiveRoot
+                : env.classArchiveRoot(), b.classArchiveMaxBytes) : ClassArchives.disabled("class archives are off (" + QvmEnvironment.CLASS_ARCHIVES
+                + "=off or the backend's classArchives(false))");
         this.qemuUser = b.qemuUser != null ? b.qemuUser : QemuUser.system(env);
         this.cgroupTree = b.cgroupTree != null ? b.cgroupTree : CgroupTree.system();
         this.planner = new StartPlanner(b.hostProbe != null ? b.hostProbe : HostProbe.system(),
@@ -303,7 +309,7 @@ public final class QemuVmBackend implements SandboxBackend {
     // ---- what each VM runs under ---------------------------------------------------------------
 
     private VmStart.Context context() {
-        return new VmStart.Context(states, runtimeRoot, progress, running::remove, runAs(), cgroups());
+        return new VmStart.Context(states, runtimeRoot, progress, running::remove, runAs(), cgroups(), classArchives);
     }
 
     /**
@@ -359,6 +365,9 @@ public final class QemuVmBackend implements SandboxBackend {
         private int maxTemplates = TemplateStore.DEFAULT_MAX_TEMPLATES;
         private long maxTemplateBytes = TemplateStore.DEFAULT_MAX_BYTES;
         private Boolean useTemplates;
+        private Path classArchiveRoot;
+        private Boolean useClassArchives;
+        private long classArchiveMaxBytes = ClassArchives.MAX_BYTES;
         private QemuUser qemuUser;
         private CgroupTree cgroupTree;
         private Arch guestArch;
@@ -445,6 +454,30 @@ public final class QemuVmBackend implements SandboxBackend {
         /** Where templates are kept (default {@code $QVM_CACHE/templates} or {@code ~/.cache/qvm/templates}). */
         public Builder templateDirectory(Path root) {
             this.templateRoot = Objects.requireNonNull(root, "root");
+            return this;
+        }
+
+        /**
+         * Where the worker's class archives are kept, one per guest image (default
+         * {@code $QVM_CACHE/class-archives}; adr/0018).
+         */
+        public Builder classArchiveDirectory(Path root) {
+            this.classArchiveRoot = Objects.requireNonNull(root, "root");
+            return this;
+        }
+
+        /**
+         * Whether the first cold boot of an image makes the worker's class archive and later ones
+         * use it (default: yes, unless {@code QVM_CLASS_ARCHIVES=off}; adr/0018).
+         */
+        public Builder classArchives(boolean use) {
+            this.useClassArchives = use;
+            return this;
+        }
+
+        /** The largest class archive a guest may write (a test's seam; default {@value ClassArchives#MAX_BYTES}). */
+        Builder classArchiveMaxBytes(long max) {
+            this.classArchiveMaxBytes = max;
             return this;
         }
 

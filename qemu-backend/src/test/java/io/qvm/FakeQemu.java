@@ -113,6 +113,8 @@ public final class FakeQemu {
     private final boolean incoming;
     private Path console;
     private Path events;
+    private Path archiveOut;
+    private boolean archiveWithoutEnd;
     private Path pidFile;
     private volatile String runState;
     private final AtomicReference<String> migration = new AtomicReference<>("none");
@@ -180,6 +182,9 @@ public final class FakeQemu {
                 String path = opts.get("path");
                 if (next.startsWith("file,") && "qvme".equals(opts.get("id"))) {
                     events = Path.of(path);
+                } else if (next.startsWith("file,") && "qvma".equals(opts.get("id"))) {
+                    archiveOut = Path.of(path);
+                    Files.write(archiveOut, new byte[0]); // as QEMU opens a file chardev at its start
                 } else if (next.startsWith("file,")) {
                     console = Path.of(path);
                 } else if (path != null) {
@@ -263,6 +268,7 @@ public final class FakeQemu {
                 event(InitEvents.ERROR + initError);
             } else {
                 event(phase(Phase.INIT, "0.40"));
+                makeArchive();
                 event(phase(Phase.RUNSC, "0.90"));
             }
         }
@@ -271,7 +277,8 @@ public final class FakeQemu {
         if (floodAtBoot) {
             flood(flood);
         }
-        FakeWorker.Builder script = FakeWorker.builder().answerHello(!dies && initError == null && !floodAtBoot);
+        FakeWorker.Builder script = FakeWorker.builder().answerHello(!dies && initError == null && !floodAtBoot
+                && !archiveWithoutEnd);
         String stale = scenario.getProperty("staleBeforeReady");
         if (stale != null) {
             script.onConnect(FakeWorker.garbage(Integer.parseInt(stale), 11));
@@ -353,6 +360,60 @@ public final class FakeQemu {
         javax.imageio.ImageIO.write(new java.awt.image.BufferedImage(width, height,
                 java.awt.image.BufferedImage.TYPE_INT_ARGB), "png", out);
         return out.toByteArray();
+    }
+
+    /**
+     * What the init does when asked for a class archive ({@code qvm.class_archive=make} and a
+     * file behind the port {@code qvm.archive}), as the scenario's {@code archive} says: {@code ok}
+     * (the default: a small file that starts as a CDS archive, announced with its size),
+     * {@code fail} (the init reports it could not), {@code lie} (one byte more announced than
+     * written), {@code garbage} (not a CDS archive), {@code huge} (64 KiB every 20 ms without
+     * end), {@code silent} (no event at all).
+     */
+    private void makeArchive() throws IOException {
+        boolean asked = argv.stream().anyMatch(a -> a.contains("qvm.class_archive=make"));
+        if (!asked || archiveOut == null) {
+            return;
+        }
+        String mode = scenario.getProperty("archive", "ok");
+        event(phase(Phase.ARCHIVE_MAKE, "0.50"));
+        byte[] body = new byte[4096];
+        new java.util.Random(7).nextBytes(body);
+        if (!mode.equals("garbage")) {
+            body[0] = (byte) 0xa2;
+            body[1] = (byte) 0xab;
+            body[2] = 0x0b;
+            body[3] = (byte) 0xf0;
+        }
+        switch (mode) {
+            case "fail" -> event(phase(Phase.ARCHIVE_FAILED, "0.60"));
+            case "silent" -> { }
+            case "huge" -> {
+                // 64 KiB every 20 ms, without end, and the worker never answers: only the host's cap stops it
+                archiveWithoutEnd = true;
+                byte[] chunk = new byte[64 * 1024];
+                System.arraycopy(body, 0, chunk, 0, 4);
+                Thread t = new Thread(() -> {
+                    try (OutputStream o = Files.newOutputStream(archiveOut, StandardOpenOption.CREATE, StandardOpenOption.APPEND)) {
+                        while (true) {
+                            o.write(chunk);
+                            o.flush();
+                            Thread.sleep(20);
+                        }
+                    } catch (IOException | InterruptedException e) {
+                        // the VM is going
+                    }
+                }, "fake-archive");
+                t.setDaemon(true);
+                t.start();
+            }
+            default -> {
+                Files.write(archiveOut, body, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+                long announced = body.length + (mode.equals("lie") ? 1 : 0);
+                event(InitEvents.PHASE + Phase.ARCHIVE.id() + " " + InitEvents.BYTES + announced + " "
+                        + InitEvents.UPTIME + "0.70");
+            }
+        }
     }
 
     /** An event as the init writes it ({@link InitEvents}). */

@@ -182,7 +182,7 @@ public final class FakeQemuHost {
                 p -> p.startsWith(root) && Files.isRegularFile(p) && Files.isExecutable(p));
         return QemuVmBackend.builder().hostProbe(new HostProbe("Linux", "amd64", locator, CommandRunner.system()))
                 .stateDirectory(stateRoot()).runtimeDirectory(runtimeRoot())
-                .templateDirectory(templateRoot()).useProbeCache(false).qemuUser(user)
+                .templateDirectory(templateRoot()).classArchiveDirectory(root.resolve("class-archives")).useProbeCache(false).qemuUser(user)
                 .cgroups(io.qvm.internal.process.CgroupTree.at(cgroupRoot()));
     }
 

@@ -54,7 +54,7 @@ public final class HostileWorker {
     public static final String MARKER = "qvm-hostile:";
 
     /** Bytes the console flood writes to stderr (well past the init's cap of the sandbox's stderr). */
-    public static final int FLOOD_BYTES = 64 << 20;
+    public static final int FLOOD_BYTES = 16 << 20;
 
     /** What a hostile document makes the worker do. */
     public enum Act {

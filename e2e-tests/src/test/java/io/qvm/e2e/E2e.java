@@ -97,15 +97,42 @@ public final class E2e {
         return packageJar(jar, mainClass, false);
     }
 
+    /**
+     * The time of every entry of a jar the tests write (1980-01-01, zip's first instant): with it
+     * the same classes give the same jar, so the image built from it, and a template of that image
+     * in the suite's store, can be the same from one run to the next.
+     */
+    static final long ENTRY_TIME = java.time.LocalDateTime.of(1980, 1, 1, 0, 0).atZone(java.time.ZoneId.systemDefault())
+            .toInstant().toEpochMilli();
+
+    /** A jar entry named {@code name} at {@link #ENTRY_TIME}. */
+    static JarEntry entry(String name) {
+        JarEntry e = new JarEntry(name);
+        e.setTime(ENTRY_TIME);
+        return e;
+    }
+
+    /**
+     * A jar written to {@code o} that starts with {@code mf}, at {@link #ENTRY_TIME} (the
+     * constructor that takes a manifest stamps it with the current time).
+     */
+    static JarOutputStream jar(OutputStream o, Manifest mf) throws IOException {
+        JarOutputStream j = new JarOutputStream(o);
+        j.putNextEntry(entry(java.util.jar.JarFile.MANIFEST_NAME));
+        mf.write(j);
+        j.closeEntry();
+        return j;
+    }
+
     private static Path packageJar(Path jar, Class<?> mainClass, boolean withEmptyBom) throws IOException {
         Files.createDirectories(jar.getParent());
         Manifest mf = new Manifest();
         mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
         mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, mainClass.getName());
-        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf)) {
+        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = jar(o, mf)) {
             addPackage(j, mainClass);
             if (withEmptyBom) {
-                j.putNextEntry(new JarEntry(io.qvm.image.WorkerLock.BOM_ENTRY));
+                j.putNextEntry(entry(io.qvm.image.WorkerLock.BOM_ENTRY));
                 j.write(EMPTY_BOM.getBytes(java.nio.charset.StandardCharsets.UTF_8));
                 j.closeEntry();
             }
@@ -138,7 +165,7 @@ public final class E2e {
         }
         try (Stream<Path> files = Files.walk(classes.resolve(member.getPackageName().replace('.', '/')))) {
             for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
-                j.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
+                j.putNextEntry(entry(classes.relativize(f).toString().replace('\\', '/')));
                 j.write(Files.readAllBytes(f));
                 j.closeEntry();
             }

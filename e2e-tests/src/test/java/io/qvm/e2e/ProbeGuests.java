@@ -63,12 +63,12 @@ final class ProbeGuests {
         try (java.util.jar.JarFile in = new java.util.jar.JarFile(real.toFile())) {
             Manifest mf = new Manifest(in.getManifest());
             mf.getMainAttributes().put(Attributes.Name.MAIN_CLASS, io.qvm.probe.HostileWorker.class.getName());
-            try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, mf)) {
+            try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = E2e.jar(o, mf)) {
                 for (JarEntry e : java.util.Collections.list(in.entries())) {
                     if (e.getName().equalsIgnoreCase("META-INF/MANIFEST.MF") || e.getName().startsWith("io/qvm/probe/")) {
                         continue;
                     }
-                    j.putNextEntry(new JarEntry(e.getName()));
+                    j.putNextEntry(E2e.entry(e.getName()));
                     try (var is = in.getInputStream(e)) {
                         is.transferTo(j);
                     }

@@ -54,12 +54,31 @@ class SandboxLifecycleE2ETest {
         await().atMost(Duration.ofMinutes(1)).until(() -> E2e.processesMentioning(state.toString()).isEmpty());
     }
 
+    /**
+     * Two cold boots with a class-archive store of their own (adr/0018): the first makes the
+     * worker's archive in the guest and its worker maps it; the second boots the image with the
+     * archive appended and maps it too (the worker's JVM says "sharing"); then the boot itself:
+     * a MiB echoed, and the guest powers off when asked.
+     */
     @Test
-    void coldBootEchoAMebibyteAndPowerOffWhenAsked() throws Exception {
+    void coldBootsMakeThenMapTheClassArchiveEchoAMebibyteAndPowerOffWhenAsked() throws Exception {
         backend.close();
-        backend = E2e.coldBackend(state); // this test is about the boot itself: no template
+        Path archives = state.resolve("class-archives");
+        backend = QemuVmBackend.builder().imageDir(E2e.imageRoot()).stateDirectory(state).templates(false)
+                .classArchiveDirectory(archives).progress(E2e::log).build(); // about the boot itself: no template
+        try (Sandbox first = backend.start(E2e.config().build())) {
+            E2e.log("boot report: " + first.bootReport());
+            assertTrue(first.bootReport().notes().stream().anyMatch(n -> n.startsWith("class archive: made in this boot")),
+                    "the first boot made the archive: " + first.bootReport().notes());
+            assertTrue(first.bootReport().phase("guest:archive").isPresent(), first.bootReport().phases().toString());
+            assertTrue(workerConsole(first).contains("vm=\"mixed mode, sharing\""),
+                    "the worker mapped the archive its boot made: " + workerConsole(first));
+        }
         Sandbox sandbox = backend.start(E2e.config().build());
         E2e.log("boot report: " + sandbox.bootReport());
+        assertTrue(sandbox.bootReport().notes().contains("class archive: in use"), sandbox.bootReport().notes().toString());
+        assertTrue(workerConsole(sandbox).contains("vm=\"mixed mode, sharing\""),
+                "the worker mapped the archive appended to the initramfs: " + workerConsole(sandbox));
         assertTrue(sandbox.isAlive());
         assertEquals("serial", sandbox.bootReport().transport());
         assertTrue(sandbox.bootReport().phase("guest:runsc").isPresent(),
@@ -78,6 +97,12 @@ class SandboxLifecycleE2ETest {
         assertFalse(sandbox.isAlive());
         assertFalse(Files.exists(sandbox.stateDir()), "the state directory is removed");
         assertEquals(SandboxLostException.Reason.CRASHED, assertThrows(SandboxLostException.class, () -> sandbox.echo(new byte[1])).reason());
+    }
+
+    /** The worker's own lines on the sandbox's console. */
+    private static String workerConsole(Sandbox s) throws java.io.IOException {
+        return Files.readAllLines(s.stateDir().resolve("console.log"), java.nio.charset.StandardCharsets.ISO_8859_1)
+                .stream().filter(l -> l.startsWith("worker: starting")).collect(java.util.stream.Collectors.joining("\n"));
     }
 
     @Test

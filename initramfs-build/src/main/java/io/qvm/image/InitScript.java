@@ -32,7 +32,7 @@ import java.util.stream.Collectors;
 public final class InitScript {
     /** The busybox applets the init uses (plus a few for debugging), linked in /bin. */
     public static final List<String> APPLETS = List.of(
-            "[", "[[", "cat", "chroot", "cp", "date", "dmesg", "echo", "false", "grep", "head", "insmod", "ln", "ls",
+            "[", "[[", "cat", "chmod", "chroot", "cp", "date", "dmesg", "echo", "false", "grep", "head", "insmod", "ln", "ls",
             "kill", "lsmod", "mkdir", "mkfifo", "mknod", "mount", "poweroff", "ps", "reboot", "rm", "sed", "sh",
             "sleep", "stat", "switch_root", "sync", "test", "true", "umount", "uname", "usleep", "wc");
 

@@ -48,7 +48,7 @@ class InitScriptTest {
     @Test
     void printsEveryContractPhaseInOrder() {
         String[] phases = {"phase init", "phase modules", "phase rootfs", "phase port", "phase control",
-            "phase runsc", "phase=worker-exit status=$status"};
+            "phase archive-make", "phase=archive bytes=$bytes", "phase runsc", "phase=worker-exit status=$status"};
         int at = 0;
         for (String p : phases) {
             int i = INIT.indexOf(p, at);
@@ -77,7 +77,7 @@ class InitScriptTest {
         }
         Matcher echoes = Pattern.compile("(?m)^\\s*event \"(qvm: phase=[a-z-]+ .*)\"$").matcher(INIT);
         while (echoes.find()) {
-            lines.add(echoes.group(1).replace("$status", "0").replace("$(uptime_s)", "1.50"));
+            lines.add(echoes.group(1).replace("$status", "0").replace("$bytes", "23941120").replace("$(uptime_s)", "1.50"));
         }
         for (String line : lines) {
             InitEvents.Event m = InitEvents.parse(line).orElseThrow(() -> new AssertionError(line));

@@ -53,7 +53,9 @@ public final class Main {
 
         Log log = new Log(err);
         String version = WorkerVersion.current();
-        log.info("starting version=" + version + " java=" + Runtime.version());
+        // java.vm.info ends in "sharing" when the class archive (/opt/qvm/worker.jsa) is in use.
+        log.info("starting version=" + version + " java=" + Runtime.version() + " vm=\"" + System.getProperty("java.vm.info")
+                + "\"");
         int status;
         try {
             status = new WorkerLoop(requests, frames, new DocumentRenderHandler(log), log, version).run();

@@ -34,6 +34,14 @@ public final class OciConfig {
     /** Where the worker jar lives inside the bundle's root filesystem. */
     public static final String WORKER_JAR = "/opt/qvm/renderer-worker.jar";
     public static final String MAIN_CLASS = "io.qvm.worker.Main";
+    /** The JRE's launcher inside the bundle's root filesystem. */
+    public static final String JAVA = JAVA_HOME + "/bin/java";
+    /**
+     * The worker's class archive (CDS) inside the bundle's root filesystem. The image does not
+     * hold one: the host's cache adds it to the initramfs after a boot made it (adr/0018), and a
+     * JVM that finds none, or one that does not match, runs without it ({@code -Xshare:auto}).
+     */
+    public static final String CLASS_ARCHIVE = io.qvm.protocol.image.ImageDirectory.CLASS_ARCHIVE;
 
     public static final String XMX_PLACEHOLDER = "@QVM_XMX_MIB@";
     public static final String CPUS_PLACEHOLDER = "@QVM_CPUS@";
@@ -65,12 +73,14 @@ public final class OciConfig {
     /** The worker's command line, with the given (possibly placeholder) values. */
     public static List<String> args(String xmxMib, String cpus) {
         List<String> args = new ArrayList<>();
-        args.add(JAVA_HOME + "/bin/java");
+        args.add(JAVA);
         args.add("-Xmx" + xmxMib + "m");
         args.add("-XX:ActiveProcessorCount=" + cpus);
         args.add("-XX:+UseSerialGC");
         args.add("-XX:-UsePerfData");
         args.add("-XX:+ExitOnOutOfMemoryError");
+        args.add("-XX:SharedArchiveFile=" + CLASS_ARCHIVE);
+        args.add("-Xshare:auto");
         // HotSpot's own output (warnings, a fatal-error summary) goes to stdout by default, which
         // is the frame stream: send it to stderr, i.e. the guest console.
         args.add("-XX:+DisplayVMOutputToStderr");

@@ -6,6 +6,7 @@ import io.qvm.HostSetupException;
 import io.qvm.SandboxConfig;
 import io.qvm.SandboxException;
 import io.qvm.TransportPreference;
+import io.qvm.internal.image.ClassArchives;
 import io.qvm.internal.image.GuestImage;
 import io.qvm.internal.probe.AcceleratorChoice;
 import io.qvm.internal.process.CgroupTree;
@@ -93,12 +94,17 @@ public final class VmStart {
      * process goes into where the host has one ({@link CgroupTree}, prepared).
      */
     public record Context(StateDirectory states, Path runtimeRoot, Consumer<String> progress,
-            Consumer<QemuSandbox> onClosed, Optional<QemuUser.Account> runAs, Optional<CgroupTree> cgroups) {
+            Consumer<QemuSandbox> onClosed, Optional<QemuUser.Account> runAs, Optional<CgroupTree> cgroups,
+            ClassArchives archives) {
         public Context {
             java.util.Objects.requireNonNull(runAs, "runAs");
             java.util.Objects.requireNonNull(cgroups, "cgroups");
+            java.util.Objects.requireNonNull(archives, "archives");
         }
     }
+
+    /** Where QEMU writes the class archive a boot makes, in the sandbox's state directory. */
+    static final String CLASS_ARCHIVE_FILE = "class-archive.jsa";
 
     private final Context ctx;
     private final StartPlan target;
@@ -117,6 +123,10 @@ public final class VmStart {
     private GuestControl control;
     private Ready ready;
     private boolean stalled;
+    /** What this boot does about the worker's class archive (adr/0018); a clone does nothing. */
+    private ClassArchives.Plan archive = new ClassArchives.Plan.None("a clone boots nothing");
+    private Optional<Path> archiveOut = Optional.empty();
+    private String archiveNote;
 
     private VmStart(Context ctx, StartPlan target) {
         this.ctx = ctx;
@@ -163,8 +173,22 @@ public final class VmStart {
         AcceleratorChoice accel = target.accel();
         sockets.createDirectories();
         state = ctx.states().create(id, target.qemu().binary().toString(), sockets);
+        if (!(role instanceof VmRole.Clone)) {
+            archive = ctx.archives().plan(target.image());
+        }
+        Path initrd = target.image().initrd();
+        if (archive instanceof ClassArchives.Plan.Use use) {
+            initrd = use.initrd();
+            archiveNote = "class archive: in use";
+        } else if (archive instanceof ClassArchives.Plan.Make) {
+            archiveOut = Optional.of(state.dir().resolve(CLASS_ARCHIVE_FILE));
+            say("this image's first boot here: the guest makes the worker's class archive before starting it"
+                    + " (once per image; later boots start faster)");
+        } else if (!(role instanceof VmRole.Clone)) {
+            archiveNote = "class archive: none (" + ((ClassArchives.Plan.None) archive).why() + ")";
+        }
         QemuCommandInput input = target.input()
-                .image(target.image().kernel(), target.image().initrd())
+                .image(target.image().kernel(), initrd).classArchiveOut(archiveOut)
                 .guestReseed(target.image().manifest().crngReseed())
                 .qmpSocket(sockets.qmp()).consoleLog(state.consoleLog()).eventsLog(state.eventsLog()).pidFile(state.pidFile())
                 .controlSocket(sockets.control()).transport(guestTransport).role(role)
@@ -231,8 +255,13 @@ public final class VmStart {
      */
     public void awaitWorker(long deadline) {
         say("waiting for the worker (guest boot + gVisor + JVM)");
+        if (archive instanceof ClassArchives.Plan.Make) {
+            // The init may take this long to make the class archive: the boot gets it on top.
+            deadline += TimeUnit.SECONDS.toNanos(ClassArchives.makeSeconds(config));
+        }
         try {
-            try (StallWatch stall = new StallWatch(console, transport)) {
+            try (StallWatch stall = new StallWatch(console, transport, archiveOut, ctx.archives().maxBytes(),
+                    () -> qemu.handle().destroyForcibly())) {
                 try {
                     ready = transport.handshake(Hello.fresh(target.limits()), Deadlines.remaining(deadline));
                 } catch (IOException | RuntimeException e) {
@@ -243,6 +272,7 @@ public final class VmStart {
             phases.put("worker-ready", Deadlines.since(startNanos));
             console.poll();
             console.guestPhases().forEach((name, uptime) -> phases.put("guest:" + name, uptime));
+            keepArchive();
         } catch (RuntimeException | IOException | InterruptedException e) {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
@@ -251,10 +281,60 @@ public final class VmStart {
         }
     }
 
+    /**
+     * After READY of a boot that made the class archive: keeps it for the image's later boots, or
+     * records why there is none. Never fails the boot: the archive only makes later boots faster.
+     */
+    private void keepArchive() {
+        if (!(archive instanceof ClassArchives.Plan.Make claim)) {
+            return;
+        }
+        archive = new ClassArchives.Plan.None("kept");
+        Optional<Long> bytes = console.archiveBytes();
+        if (bytes.isEmpty()) {
+            String why = console.reached(InitEvents.Phase.ARCHIVE_FAILED)
+                    ? "the guest could not make it (its console says why)"
+                    : "the guest reported no class archive";
+            ctx.archives().failed(claim, why);
+            archiveNote = "class archive: not made: " + why;
+            say(archiveNote);
+            return;
+        }
+        try {
+            Path out = archiveOut.orElseThrow();
+            // The port's data and the init's event travel on different queues: give the file a
+            // moment to be complete.
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (java.nio.file.Files.size(out) < bytes.get() && System.nanoTime() < until) {
+                Thread.sleep(50);
+            }
+            ctx.archives().install(target.image(), claim, out, bytes.get());
+            archiveNote = "class archive: made in this boot (" + bytes.get() + " bytes) and kept for the image's next boots";
+            say(archiveNote);
+        } catch (IOException e) {
+            archiveNote = "class archive: not kept: " + e.getMessage();
+            say(archiveNote);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            ctx.archives().released(claim);
+        } finally {
+            archiveOut.ifPresent(f -> {
+                try {
+                    java.nio.file.Files.deleteIfExists(f);
+                } catch (IOException ignored) {
+                    // removed with the state directory
+                }
+            });
+        }
+    }
+
     /** The boot report of a VM whose worker answered READY. */
     public BootReport report(List<String> earlier, Optional<String> template) {
         List<String> notes = new ArrayList<>(earlier);
         target.accel().warning().ifPresent(notes::add);
+        if (archiveNote != null) {
+            notes.add(archiveNote);
+        }
         notes.add("worker " + ready.version() + " capabilities " + ready.capabilities());
         return new BootReport(target.accel().accelerator().qemuName(), machine(), transport.kind(), phases, notes,
                 template);
@@ -362,6 +442,18 @@ public final class VmStart {
         }
         String initError = console == null ? null : console.error().orElse(null);
         Integer workerExit = console == null ? null : console.workerExitStatus().orElse(null);
+        boolean archiveOverflow = archiveOut.isPresent() && oversized(archiveOut.get(), ctx.archives().maxBytes());
+        if (archive instanceof ClassArchives.Plan.Make claim) {
+            if (archiveOverflow) {
+                ctx.archives().failed(claim, "the guest wrote more than " + ctx.archives().maxBytes() + " bytes of it");
+            } else if (console != null && console.reached(InitEvents.Phase.ARCHIVE_MAKE)
+                    && !console.reached(InitEvents.Phase.ARCHIVE) && !console.reached(InitEvents.Phase.ARCHIVE_FAILED)) {
+                // It failed while the guest made the archive: the next boot must not try it forever.
+                ctx.archives().failed(claim, "the boot failed while the guest made it: " + e.getMessage());
+            } else {
+                ctx.archives().released(claim); // the boot failed for another reason: the next one tries again
+            }
+        }
         extras.forEach(VmStart::closeQuietly);
         String jvmCrash = state == null ? "" : io.qvm.internal.sandbox.JvmCrashReport.clause(state.consoleLog());
         try {
@@ -380,6 +472,9 @@ public final class VmStart {
         if (overflow != null) {
             why.append(overflow).append(", so the VM was stopped: a guest that writes this much does not follow the")
                     .append(" contract (its init or kernel is not the image's), and booting it again would do the same");
+        } else if (archiveOverflow) {
+            why.append("the guest wrote more than ").append(ctx.archives().maxBytes()).append(" bytes of class archive,")
+                    .append(" so the VM was stopped (its init is not the image's); the image's next boots make none");
         } else if (stalled) {
             why.append("the guest stalled: no console output for ").append(GUEST_STALL.toSeconds())
                     .append(" s before the init ran runsc (a TCG guest occasionally hangs early in its boot)");
@@ -456,7 +551,12 @@ public final class VmStart {
         private final ScheduledExecutorService timer;
         private volatile boolean fired;
 
-        StallWatch(GuestWatcher console, SandboxTransport transport) {
+        /**
+         * @param archiveOut the class archive QEMU writes, if this boot makes one: past
+         *                   {@link ClassArchives#MAX_BYTES}, {@code kill} stops QEMU
+         */
+        StallWatch(GuestWatcher console, SandboxTransport transport, Optional<Path> archiveOut, long maxArchive,
+                Runnable kill) {
             timer = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "qvm-boot-stall-watch");
                 t.setDaemon(true);
@@ -464,7 +564,14 @@ public final class VmStart {
             });
             timer.scheduleWithFixedDelay(() -> {
                 console.poll();
-                if (!console.reached(InitEvents.Phase.RUNSC) && console.silentFor().compareTo(GUEST_STALL) > 0) {
+                if (archiveOut.isPresent() && oversized(archiveOut.get(), maxArchive)) {
+                    LOG.log(System.Logger.Level.WARNING, "the guest wrote more than " + maxArchive
+                            + " bytes of class archive: QEMU stopped");
+                    kill.run();
+                }
+                // A guest making its class archive has booted: the watch is for kernels stuck early.
+                if (!console.reached(InitEvents.Phase.RUNSC) && !console.reached(InitEvents.Phase.ARCHIVE_MAKE)
+                        && console.silentFor().compareTo(GUEST_STALL) > 0) {
                     fired = true;
                     transport.close();
                     timer.shutdown();
@@ -479,6 +586,15 @@ public final class VmStart {
         @Override
         public void close() {
             timer.shutdownNow();
+        }
+    }
+
+    /** Whether the class archive file {@code f} holds more than {@code max} bytes. */
+    static boolean oversized(Path f, long max) {
+        try {
+            return java.nio.file.Files.size(f) > max;
+        } catch (IOException e) {
+            return false;
         }
     }
 }

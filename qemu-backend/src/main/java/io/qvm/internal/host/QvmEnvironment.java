@@ -27,6 +27,7 @@ import java.util.Optional;
  *     on Windows, else {@code /tmp/qvm-<uid>}</td></tr>
  * <tr><td>{@value #QEMU}</td><td>QEMU binary or its directory, searched before PATH</td><td>—</td></tr>
  * <tr><td>{@value #TEMPLATES}</td><td>{@code off}: cold-boot every sandbox</td><td>templates on</td></tr>
+ * <tr><td>{@value #CLASS_ARCHIVES}</td><td>{@code off}: no boot makes or uses the worker's class archive (adr/0018)</td><td>on</td></tr>
  * <tr><td>{@value #QEMU_USER}</td><td>the unprivileged user QEMU drops to when qvm runs as root
  *     ({@code QemuUser})</td><td>{@code qvm}</td></tr>
  * </table>
@@ -45,6 +46,7 @@ public final class QvmEnvironment {
     public static final String RUNTIME_DIR = "QVM_RUNTIME_DIR";
     public static final String QEMU = "QVM_QEMU";
     public static final String TEMPLATES = "QVM_TEMPLATES";
+    public static final String CLASS_ARCHIVES = "QVM_CLASS_ARCHIVES";
     public static final String QEMU_USER = "QVM_QEMU_USER";
     /** The user QEMU drops to when this process is root and {@link #QEMU_USER} is unset. */
     public static final String DEFAULT_QEMU_USER = "qvm";
@@ -157,6 +159,16 @@ public final class QvmEnvironment {
     /** {@value #QEMU_USER}, else {@code qvm}: who QEMU runs as when qvm runs as root. */
     public String qemuUser() {
         return get(QEMU_USER).map(String::strip).orElse(DEFAULT_QEMU_USER);
+    }
+
+    /** False when {@value #CLASS_ARCHIVES} is {@code off}. */
+    public boolean classArchivesEnabled() {
+        return !"off".equals(env.get(CLASS_ARCHIVES));
+    }
+
+    /** {@code class-archives} in the {@link #cacheDir()} (adr/0018). */
+    public Path classArchiveRoot() {
+        return cacheDir().resolve(io.qvm.internal.image.ClassArchives.DIR);
     }
 
     /** False when {@value #TEMPLATES} is {@code off}. */

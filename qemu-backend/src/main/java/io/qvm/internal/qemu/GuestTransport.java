@@ -19,6 +19,10 @@ public sealed interface GuestTransport permits GuestTransport.Serial, GuestTrans
     String EVENTS_PORT_NAME = KernelCommandLine.EVENTS_PORT;
     /** The chardev id of the events port. */
     String EVENTS_CHARDEV_ID = "qvme";
+    /** The port the init writes a class archive to, when asked to make one (adr/0018). */
+    String ARCHIVE_PORT_NAME = KernelCommandLine.ARCHIVE_PORT;
+    /** Its chardev: a file in the sandbox's state directory, or {@code null} when no archive is made. */
+    String ARCHIVE_CHARDEV_ID = "qvma";
     /** Default guest vsock port (CONTRACTS.md). */
     int DEFAULT_VSOCK_PORT = KernelCommandLine.DEFAULT_VSOCK_PORT;
 

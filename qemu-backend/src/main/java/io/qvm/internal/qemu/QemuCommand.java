@@ -127,7 +127,7 @@ public final class QemuCommand {
             add(a, "-S", "-incoming", "defer");
         } else {
             add(a, "-kernel", in.kernel().toString(), "-initrd", in.initrd().toString());
-            add(a, "-append", kernelCommandLine(p, c, in.transport()));
+            add(a, "-append", kernelCommandLine(p, c, in.transport(), in.classArchiveOut().isPresent()));
         }
         add(a, "-chardev", "file,id=con,path=" + opt(in.consoleLog()), "-serial", "chardev:con");
         add(a, "-chardev", "socket,id=qmp,path=" + socketOpt("qmpSocket", in.qmpSocket()) + ",server=on,wait=off",
@@ -166,6 +166,14 @@ public final class QemuCommand {
                 in.controlSocket()) + ",server=on,wait=off");
         add(a, "-device", "virtserialport,chardev=" + GuestTransport.CONTROL_CHARDEV_ID + ",name="
                 + GuestTransport.CONTROL_PORT_NAME);
+        // The class-archive port is on every VM, so that a template made while its boot made the
+        // archive and its clones (which make none) have the same devices; only a boot that makes
+        // one has a file behind it (the guest cannot grow it past ClassArchives.MAX_BYTES: VmStart
+        // stops QEMU first).
+        add(a, "-chardev", in.classArchiveOut().map(f -> "file,id=" + GuestTransport.ARCHIVE_CHARDEV_ID + ",path=" + opt(f))
+                .orElse("null,id=" + GuestTransport.ARCHIVE_CHARDEV_ID));
+        add(a, "-device", "virtserialport,chardev=" + GuestTransport.ARCHIVE_CHARDEV_ID + ",name="
+                + GuestTransport.ARCHIVE_PORT_NAME);
         if (in.transport() instanceof GuestTransport.Vsock) {
             GuestTransport.Vsock v = (GuestTransport.Vsock) in.transport();
             if (in.hostOs() != HostOs.LINUX) {
@@ -246,6 +254,11 @@ public final class QemuCommand {
      * {@code qvm.*} keys the guest init reads ({@link KernelCommandLine}).
      */
     public static String kernelCommandLine(MachineProfile p, SandboxConfig c, GuestTransport t) {
+        return kernelCommandLine(p, c, t, false);
+    }
+
+    /** As above; with {@code makeClassArchive}, {@code qvm.class_archive=make} too (adr/0018). */
+    public static String kernelCommandLine(MachineProfile p, SandboxConfig c, GuestTransport t, boolean makeClassArchive) {
         StringBuilder sb = new StringBuilder();
         sb.append("console=").append(p.consoleDevice()).append(" panic=-1");
         if (t instanceof GuestTransport.Serial) {
@@ -261,6 +274,10 @@ public final class QemuCommand {
         word(sb, Key.CPUS, c.workerCpus());
         word(sb, Key.TMP_MIB, c.guestTmpMib());
         word(sb, Key.PLATFORM, c.runscPlatform().kernelValue());
+        if (makeClassArchive) {
+            word(sb, Key.CLASS_ARCHIVE, KernelCommandLine.CLASS_ARCHIVE_MAKE);
+            word(sb, Key.CLASS_ARCHIVE_SECONDS, io.qvm.internal.image.ClassArchives.makeSeconds(c));
+        }
         return sb.toString();
     }
 

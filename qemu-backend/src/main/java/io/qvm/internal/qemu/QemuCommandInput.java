@@ -41,11 +41,14 @@ import java.util.Optional;
  * @param guestReseed whether the image's init reseeds the guest kernel's CRNG from a seed the host
  *                    sends when a clone is restored (its manifest's {@code crng_reseed}; adr/0012):
  *                    then a machine without a vmgenid device can be a template too
+ * @param classArchiveOut where QEMU writes the worker's class archive when this boot makes one
+ *                    ({@code qvm.class_archive=make} and a file behind the port {@code qvm.archive});
+ *                    empty: the port is there, on a null chardev, and the init makes none (adr/0018)
  */
 public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Accelerator accelerator,
         QemuVersion qemuVersion, Path qemuBinary, QemuCapabilities capabilities, SandboxConfig config, Path kernel, Path initrd, Path qmpSocket,
         Path consoleLog, Path eventsLog, Path pidFile, GuestTransport transport, Path controlSocket, VmRole role,
-        Optional<String> runAs, boolean guestReseed) {
+        Optional<String> runAs, boolean guestReseed, Optional<Path> classArchiveOut) {
 
     public QemuCommandInput {
         Objects.requireNonNull(hostOs, "hostOs");
@@ -66,13 +69,18 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
         Objects.requireNonNull(controlSocket, "controlSocket");
         Objects.requireNonNull(role, "role");
         Objects.requireNonNull(runAs, "runAs");
+        Objects.requireNonNull(classArchiveOut, "classArchiveOut");
+        if (classArchiveOut.isPresent() && role instanceof VmRole.Clone) {
+            throw new IllegalArgumentException("a clone does not boot, so it cannot make a class archive");
+        }
     }
 
     /** The same input with another role (a template and its clones differ only in role and paths). */
     public QemuCommandInput withRole(VmRole newRole) {
         return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, capabilities,
                 config, kernel,
-                initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, newRole, runAs, guestReseed);
+                initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, newRole, runAs, guestReseed,
+                newRole instanceof VmRole.Clone ? Optional.empty() : classArchiveOut);
     }
 
     /** A builder; every field must be set. */
@@ -101,6 +109,7 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
         private VmRole role = VmRole.cold();
         private Optional<String> runAs = Optional.empty();
         private boolean guestReseed;
+        private Optional<Path> classArchiveOut = Optional.empty();
 
         private Builder() {
         }
@@ -198,11 +207,17 @@ public record QemuCommandInput(HostOs hostOs, Arch hostArch, Arch guestArch, Acc
             return this;
         }
 
+        /** Default: empty (the init makes no class archive). */
+        public Builder classArchiveOut(Optional<Path> file) {
+            this.classArchiveOut = file;
+            return this;
+        }
+
         /** @throws NullPointerException naming the first missing field */
         public QemuCommandInput build() {
             return new QemuCommandInput(hostOs, hostArch, guestArch, accelerator, qemuVersion, qemuBinary, capabilities,
                     config, kernel, initrd, qmpSocket, consoleLog, eventsLog, pidFile, transport, controlSocket, role, runAs,
-                    guestReseed);
+                    guestReseed, classArchiveOut);
         }
     }
 }

@@ -76,6 +76,7 @@ public final class GuestWatcher implements AutoCloseable {
     private long eventsOffset;
     private volatile String error;
     private volatile Integer workerExitStatus;
+    private volatile Long archiveBytes;
     private volatile String overflow;
     private volatile int violations;
 
@@ -132,6 +133,11 @@ public final class GuestWatcher implements AutoCloseable {
     /** The init's error (sanitised, capped), once it reported one. */
     public Optional<String> error() {
         return Optional.ofNullable(error);
+    }
+
+    /** The size of the class archive the init wrote to its port, once it reported it (adr/0018). */
+    public Optional<Long> archiveBytes() {
+        return Optional.ofNullable(archiveBytes);
     }
 
     /** The worker's exit status (0..255), once the init reported it. */
@@ -269,7 +275,9 @@ public final class GuestWatcher implements AutoCloseable {
         Duration uptime = Duration.ofNanos(e.uptimeNanos());
         guestPhases.put(p, uptime);
         e.status().ifPresent(st -> workerExitStatus = st);
+        e.bytes().ifPresent(b -> archiveBytes = b);
         progress.accept("guest: " + p.id() + e.status().map(st -> " status " + st).orElse("")
+                + e.bytes().map(b -> " " + b + " bytes").orElse("")
                 + " (guest uptime " + seconds(uptime) + " s)");
     }
 

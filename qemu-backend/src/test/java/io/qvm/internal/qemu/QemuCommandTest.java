@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Tag;
@@ -31,6 +32,37 @@ class QemuCommandTest {
 
     private static String after(List<String> argv, String flag) {
         return argv.get(argv.indexOf(flag) + 1);
+    }
+
+    /**
+     * The class-archive port is on every VM (a template and its clones must have the same
+     * devices); only a boot that makes the archive has a file behind it and asks the init for it,
+     * with half its deadline to do it in (adr/0018).
+     */
+    @Test
+    void theClassArchivePortIsOnEveryVmAndOnlyAMakingBootAsksForIt() {
+        List<String> plain = QemuCommand.build(linuxTcg().build());
+        assertTrue(plain.contains("null,id=qvma"), String.valueOf(plain));
+        assertTrue(plain.contains("virtserialport,chardev=qvma,name=qvm.archive"), String.valueOf(plain));
+        assertFalse(after(plain, "-append").contains("qvm.class_archive"), after(plain, "-append"));
+
+        List<String> making = QemuCommand.build(linuxTcg().classArchiveOut(Optional.of(Path.of("/state/s1/class-archive.jsa")))
+                .config(io.qvm.SandboxConfig.builder().bootTimeout(java.time.Duration.ofSeconds(100)).build()).build());
+        assertTrue(making.contains("file,id=qvma,path=/state/s1/class-archive.jsa"), String.valueOf(making));
+        assertTrue(after(making, "-append").endsWith(" qvm.class_archive=make qvm.class_archive_seconds=50"),
+                after(making, "-append"));
+        List<String> long_ = QemuCommand.build(linuxTcg().classArchiveOut(Optional.of(Path.of("/a")))
+                .config(io.qvm.SandboxConfig.builder().bootTimeout(java.time.Duration.ofMinutes(20)).build()).build());
+        assertTrue(after(long_, "-append").endsWith(" qvm.class_archive_seconds=120"), "at most 120 s: " + after(long_, "-append"));
+
+        QemuCommandInput clone = linuxTcg().classArchiveOut(Optional.of(Path.of("/a"))).build();
+        assertThrows(IllegalArgumentException.class, () -> new QemuCommandInput(clone.hostOs(), clone.hostArch(),
+                clone.guestArch(), clone.accelerator(), clone.qemuVersion(), clone.qemuBinary(), clone.capabilities(),
+                clone.config(), clone.kernel(), clone.initrd(), clone.qmpSocket(), clone.consoleLog(), clone.eventsLog(),
+                clone.pidFile(), clone.transport(), clone.controlSocket(), new VmRole.Clone(Optional.empty()),
+                clone.runAs(), false, Optional.of(Path.of("/a"))), "a clone cannot make one");
+        assertEquals(Optional.empty(), clone.withRole(new VmRole.Clone(Optional.empty())).classArchiveOut(),
+                "a clone of a making input makes none");
     }
 
     /** Every machine option of the -M value, without the machine type. */
@@ -270,7 +302,8 @@ class QemuCommandTest {
                         QemuVersion.of("7.0.0"), winOld.qemuBinary(), winOld.capabilities(), winOld.config(),
                         winOld.kernel(),
                         winOld.initrd(), winOld.qmpSocket(), winOld.consoleLog(), winOld.eventsLog(), winOld.pidFile(),
-                        winOld.transport(), winOld.controlSocket(), winOld.role(), winOld.runAs(), false)));
+                        winOld.transport(), winOld.controlSocket(), winOld.role(), winOld.runAs(), false,
+                        java.util.Optional.empty())));
         assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, w.problem());
         assertTrue(w.getMessage().contains("unix-socket chardevs"), w.getMessage());
         assertEquals(HostSetupException.Problem.QEMU_UNSUPPORTED, assertThrows(HostSetupException.class, () -> QemuCommand.build(

@@ -81,6 +81,9 @@ class GuestWatcherTest {
                 if (p == Phase.WORKER_EXIT) {
                     sb.append(InitEvents.STATUS).append("3 ");
                 }
+                if (p == Phase.ARCHIVE) {
+                    sb.append(InitEvents.BYTES).append("23941120 ");
+                }
                 sb.append(InitEvents.UPTIME).append(i++).append(".25\n");
             }
             append(events(), sb.toString());
@@ -90,6 +93,7 @@ class GuestWatcherTest {
             }
             assertEquals(Duration.ofMillis(1250), w.guestPhases().get(Phase.INIT.id()));
             assertEquals(3, w.workerExitStatus().orElseThrow());
+            assertEquals(23_941_120L, w.archiveBytes().orElseThrow());
             append(events(), InitEvents.ERROR + "cannot mount /proc\n");
             await().atMost(PATIENCE).until(() -> w.error().isPresent());
             assertEquals("cannot mount /proc", w.error().orElseThrow());

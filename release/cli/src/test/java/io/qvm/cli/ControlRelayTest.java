@@ -187,6 +187,8 @@ class ControlRelayTest {
                     throw new IllegalStateException(e);
                 }
             });
+            // endAccepting runs on another thread: the later request goes only once it took effect.
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> !server.accepting());
             io.qvm.SandboxException refused = assertThrows(io.qvm.SandboxException.class,
                     () -> later.render(RenderRequest.svg("<svg/>".getBytes()), DEADLINE));
             assertTrue(refused.getMessage().contains("has ended (max lifetime)"), refused.getMessage());

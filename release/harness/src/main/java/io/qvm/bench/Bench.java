@@ -38,6 +38,9 @@ import java.util.function.Consumer;
  * <ol>
  *   <li>{@code coldBoot}: one sandbox booted without a template, with every boot phase; it stays
  *       up as the <em>warm reused sandbox</em> for the steps below;</li>
+ *   <li>{@code coldBootWithoutArchive}: another, closed at once, with the worker's class archive
+ *       off (adr/0018), to say what the archive buys; {@code coldBoot.classArchive} says whether
+ *       the first one used it;</li>
  *   <li>{@code noopRoundTrip}: empty ECHOs through it; {@code throughput}: 16 MiB each way
  *       (ECHO with a 16 MiB body and {@code replyBytes: 0}, then an empty ECHO with
  *       {@code replyBytes: 16 MiB});</li>
@@ -119,6 +122,12 @@ public final class Bench {
         return new Bench(o).runAll();
     }
 
+    /** The boot report's word on the worker's class archive: in use, made in this boot, or why not. */
+    static String classArchiveNote(io.qvm.BootReport r) {
+        return r.notes().stream().filter(n -> n.startsWith("class archive: ")).map(n -> n.substring("class archive: ".length()))
+                .findFirst().orElse("not reported");
+    }
+
     private ObjectNode runAll() throws Exception {
         Files.createDirectories(o.workRoot());
         out.put("schema", "qvm.bench/1");
@@ -151,6 +160,21 @@ public final class Bench {
                     c.put("readyMillis", warm[0].bootReport().total().toMillis());
                     ObjectNode ph = c.putObject("phases");
                     warm[0].bootReport().phases().forEach((k, v) -> ph.put(k, v.toMillis()));
+                    c.put("classArchive", classArchiveNote(warm[0].bootReport()));
+                });
+                section("coldBootWithoutArchive", "cold boot to READY without the worker's class archive (adr/0018)", () -> {
+                    try (QemuVmBackend plain = coldBuilder.classArchives(false).build()) {
+                        long t0 = System.nanoTime();
+                        try (Sandbox s = booting("cold boot without the class archive", () -> plain.start(config))) {
+                            ObjectNode c = out.putObject("coldBootWithoutArchive");
+                            c.put("wallMillis", millis(t0));
+                            c.put("readyMillis", s.bootReport().total().toMillis());
+                            ObjectNode ph = c.putObject("phases");
+                            s.bootReport().phases().forEach((k, v) -> ph.put(k, v.toMillis()));
+                        }
+                    } finally {
+                        coldBuilder.classArchives(true);
+                    }
                 });
                 String noWarm = "the cold boot failed: no warm sandbox";
                 section("noopRoundTrip", "no-op round trip on the warm sandbox", () -> {

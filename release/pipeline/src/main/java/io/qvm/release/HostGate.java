@@ -110,9 +110,11 @@ public final class HostGate implements ReleaseGate {
      *     sets it on the backend and checks it is left as it was; null (the default): a fresh
      *     private directory per architecture under {@code /tmp}, removed afterwards, so that
      *     sandboxes of other programs on this host neither hide nor fake a leftover
+     * @param clones whether the {@code clones} step runs (default: yes; the test suite's release,
+     *     whose image is the checkout's, leaves it to the suite's own clone tests)
      */
     public record Options(Supplier<QemuVmBackend.Builder> backends, SandboxConfig nativeConfig,
-            SandboxConfig crossConfig, Duration stopTimeout, Set<Arch> fullSuite, Path runtimeRoot) {
+            SandboxConfig crossConfig, Duration stopTimeout, Set<Arch> fullSuite, Path runtimeRoot, boolean clones) {
         public Options {
             Objects.requireNonNull(backends, "backends");
             Objects.requireNonNull(nativeConfig, "nativeConfig");
@@ -132,12 +134,21 @@ public final class HostGate implements ReleaseGate {
                     SandboxConfig.builder().bootTimeout(Duration.ofMinutes(12)).requestTimeout(Duration.ofMinutes(5))
                             .build(),
                     Duration.ofMinutes(1), Arch.fromOsArch(System.getProperty("os.arch")).map(Set::of).orElse(Set.of()),
-                    null);
+                    null, true);
         }
 
         /** These options with {@code backends} instead. */
         public Options withBackends(Supplier<QemuVmBackend.Builder> b) {
-            return new Options(b, nativeConfig, crossConfig, stopTimeout, fullSuite, runtimeRoot);
+            return new Options(b, nativeConfig, crossConfig, stopTimeout, fullSuite, runtimeRoot, clones);
+        }
+
+        /**
+         * These options with the short suite for every architecture and without the {@code clones}
+         * step: the gate the test suite's release runs (its image is the checkout's, whose
+         * hostile corpus and clones the suite proves in tests of their own).
+         */
+        public Options quick() {
+            return new Options(backends, nativeConfig, crossConfig, stopTimeout, Set.of(), runtimeRoot, false);
         }
     }
 
@@ -208,7 +219,7 @@ public final class HostGate implements ReleaseGate {
                                         Reliability.resource("warmup/hello.svg"))))
                                 && step("render-pdf", () -> render("hello.pdf", RenderRequest.pdf(
                                         Reliability.resource("warmup/hello.pdf")))))
-                        && step("clones", this::clonesFromTemplate)
+                        && (!options.clones() || step("clones", this::clonesFromTemplate))
                         && step("stop", this::stop);
             } catch (IOException e) {
                 steps.add(ReleaseStep.failed(arch.id() + ":boot", 0, "cannot create the gate's state directory: " + e));
@@ -245,8 +256,10 @@ public final class HostGate implements ReleaseGate {
         }
 
         QemuVmBackend backend(boolean templates) {
+            // The gate's own class archives: its cold boot makes the image's, its template boot uses
+            // it (adr/0018), and the host's cache is left as it was.
             QemuVmBackend.Builder b = options.backends().get().imageDir(images.root()).guestArch(arch)
-                    .runtimeDirectory(runtime)
+                    .runtimeDirectory(runtime).classArchiveDirectory(state.resolve("class-archives"))
                     .stateDirectory(state.resolve(templates ? "clones" : "cold")).templates(templates)
                     .progress(line -> progress.accept(arch.id() + ": " + line));
             if (templates) {

@@ -69,7 +69,7 @@ public final class Selftest {
         Image image = Image.of(imageRoot, arch);
         Set<Arch> suite = full ? Set.of(arch) : Set.of();
         HostGate.Options o = new HostGate.Options(gate.backends(), gate.nativeConfig(), gate.crossConfig(),
-                gate.stopTimeout(), suite, gate.runtimeRoot());
+                gate.stopTimeout(), suite, gate.runtimeRoot(), gate.clones());
         GateResult result;
         if (image.problem() != null) {
             result = new GateResult("selftest", List.of(ReleaseStep.failed(arch.id() + ":image", 0, image.problem())),

@@ -41,7 +41,7 @@ class HostGateTest {
 
     HostGate gate(FakeQemuHost host, Set<Arch> full) {
         return new HostGate(new HostGate.Options(host::backend, FakeQemuHost.config().build(),
-                FakeQemuHost.config().build(), Duration.ofSeconds(30), full, host.runtimeRoot()));
+                FakeQemuHost.config().build(), Duration.ofSeconds(30), full, host.runtimeRoot(), true));
     }
 
     @Test

@@ -42,7 +42,7 @@ class SelftestTest {
         QemuLocator locator = new QemuLocator(HostOs.LINUX, Map.of("QVM_QEMU", tmp.resolve("host/bin").toString()),
                 p -> p.startsWith(tmp) && Files.isRegularFile(p) && Files.isExecutable(p));
         return new Selftest(new HostGate.Options(host::backend, FakeQemuHost.config().build(),
-                FakeQemuHost.config().build(), Duration.ofSeconds(30), Set.of(), host.runtimeRoot()),
+                FakeQemuHost.config().build(), Duration.ofSeconds(30), Set.of(), host.runtimeRoot(), true),
                 () -> new HostProbe("Linux", "amd64", locator, CommandRunner.system()).probe().qemus().values().stream()
                         .map(q -> new HostReport.Qemu(q.guestArch(), q.binary(), q.version().toString(),
                                 q.compiledIn().stream().sorted().toList())).toList());

@@ -203,6 +203,13 @@ public final class ControlServer implements AutoCloseable {
         }
     }
 
+    /** Whether requests are still taken ({@link #endAccepting} not called yet). */
+    public boolean accepting() {
+        synchronized (activity) {
+            return ending == null;
+        }
+    }
+
     /** Counts a request in, or says why the server no longer takes any. */
     private String begin() {
         synchronized (activity) {

@@ -22,6 +22,15 @@ public final class ImageDirectory {
     public static final String INITRAMFS = "initramfs.cpio.gz";
     public static final String MANIFEST = "manifest.json";
     public static final String SHA256SUMS = "SHA256SUMS";
+    /** Where the worker's root file system lies in the initramfs (the OCI bundle's {@code rootfs}). */
+    public static final String BUNDLE_ROOTFS = "bundle/rootfs";
+    /**
+     * The worker's class archive as its JVM sees it ({@code -XX:SharedArchiveFile}). No image holds
+     * one: a host adds it to the initramfs once a boot of the image made it (adr/0018).
+     */
+    public static final String CLASS_ARCHIVE = "/opt/qvm/worker.jsa";
+    /** The same file as a path in the initramfs. */
+    public static final String CLASS_ARCHIVE_IN_INITRAMFS = BUNDLE_ROOTFS + CLASS_ARCHIVE;
     /** The files {@value #SHA256SUMS} must list. */
     public static final List<String> FILES = List.of(KERNEL, INITRAMFS, MANIFEST);
 

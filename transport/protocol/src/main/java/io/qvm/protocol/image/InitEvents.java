@@ -13,6 +13,7 @@ import java.util.regex.Pattern;
  * <pre>
  * qvm: phase=&lt;name&gt; uptime=&lt;seconds&gt;                  a boot phase and the guest's uptime
  * qvm: phase=worker-exit status=&lt;n&gt; uptime=&lt;seconds&gt;   the worker ended (n: 0..255)
+ * qvm: phase=archive bytes=&lt;n&gt; uptime=&lt;seconds&gt;       the class archive (n bytes) was written to its port
  * qvm: error=&lt;text&gt;                                   the init failed (it then powers off)
  * </pre>
  *
@@ -34,6 +35,8 @@ public final class InitEvents {
     public static final String UPTIME = "uptime=";
     /** The field before the worker's exit status ({@link Phase#WORKER_EXIT}). */
     public static final String STATUS = "status=";
+    /** The field before the class archive's size in bytes ({@link Phase#ARCHIVE}). */
+    public static final String BYTES = "bytes=";
     /**
      * The most of runsc's and the worker's stderr (together) the init passes on to the console in
      * one boot; the rest is dropped in the guest.
@@ -52,6 +55,8 @@ public final class InitEvents {
     private static final Pattern PHASE_LINE = Pattern.compile(Pattern.quote(PHASE) + "([a-z-]{1,32}) " + UPTIME_RE);
     private static final Pattern EXIT_LINE = Pattern.compile(Pattern.quote(PHASE + Phase.WORKER_EXIT.id() + " ")
             + Pattern.quote(STATUS) + "([0-9]{1,3}) " + UPTIME_RE);
+    private static final Pattern ARCHIVE_LINE = Pattern.compile(Pattern.quote(PHASE + Phase.ARCHIVE.id() + " ")
+            + Pattern.quote(BYTES) + "([0-9]{1,12}) " + UPTIME_RE);
     private static final Pattern ERROR_LINE = Pattern.compile(Pattern.quote(ERROR) + "(.*)");
 
     /** The phases the init reports, in the order it reports them. */
@@ -66,6 +71,15 @@ public final class InitEvents {
         PORT("port"),
         /** The control port was found and opened (only when there is one). */
         CONTROL("control"),
+        /**
+         * Making the worker's class archive ({@code qvm.class_archive=make}): only in a boot the
+         * host asked for one.
+         */
+        ARCHIVE_MAKE("archive-make"),
+        /** The class archive is made and written to its port; the event carries {@link #BYTES}. */
+        ARCHIVE("archive"),
+        /** Making the class archive failed (the console says why); the boot goes on without one. */
+        ARCHIVE_FAILED("archive-failed"),
         /** About to start runsc. */
         RUNSC("runsc"),
         /** The worker ended; the event carries {@link #STATUS}. */
@@ -102,8 +116,10 @@ public final class InitEvents {
      * @param uptimeNanos the guest's uptime at the event in nanoseconds, with a phase
      * @param status the worker's exit status (0..255), only on {@link Phase#WORKER_EXIT}
      * @param error the error text exactly as written (the reader sanitises it), if an error event
+     * @param bytes the class archive's size, only on {@link Phase#ARCHIVE}
      */
-    public record Event(Optional<Phase> phase, long uptimeNanos, Optional<Integer> status, Optional<String> error) {
+    public record Event(Optional<Phase> phase, long uptimeNanos, Optional<Integer> status, Optional<String> error,
+            Optional<Long> bytes) {
     }
 
     private InitEvents() {
@@ -111,7 +127,8 @@ public final class InitEvents {
 
     /**
      * The event that {@code line} is, or empty when it is not exactly one: an unknown phase, a
-     * missing or malformed field, trailing text, a status outside 0..255, or a line longer than
+     * missing or malformed field, trailing text, a status outside 0..255, an archive size of more
+     * than 12 digits, or a line longer than
      * {@link #MAX_LINE}.
      */
     public static Optional<Event> parse(String line) {
@@ -120,7 +137,8 @@ public final class InitEvents {
         }
         Matcher err = ERROR_LINE.matcher(line);
         if (err.matches()) {
-            return Optional.of(new Event(Optional.empty(), 0, Optional.empty(), Optional.of(err.group(1).strip())));
+            return Optional.of(new Event(Optional.empty(), 0, Optional.empty(), Optional.of(err.group(1).strip()),
+                    Optional.empty()));
         }
         Matcher exit = EXIT_LINE.matcher(line);
         if (exit.matches()) {
@@ -129,14 +147,20 @@ public final class InitEvents {
                 return Optional.empty();
             }
             return Optional.of(new Event(Optional.of(Phase.WORKER_EXIT), nanos(exit.group(2)), Optional.of(status),
-                    Optional.empty()));
+                    Optional.empty(), Optional.empty()));
+        }
+        Matcher archive = ARCHIVE_LINE.matcher(line);
+        if (archive.matches()) {
+            return Optional.of(new Event(Optional.of(Phase.ARCHIVE), nanos(archive.group(2)), Optional.empty(),
+                    Optional.empty(), Optional.of(Long.parseLong(archive.group(1)))));
         }
         Matcher m = PHASE_LINE.matcher(line);
         if (!m.matches()) {
             return Optional.empty();
         }
-        Optional<Phase> phase = Phase.of(m.group(1)).filter(p -> p != Phase.WORKER_EXIT);
-        return phase.map(p -> new Event(Optional.of(p), nanos(m.group(2)), Optional.empty(), Optional.empty()));
+        Optional<Phase> phase = Phase.of(m.group(1)).filter(p -> p != Phase.WORKER_EXIT && p != Phase.ARCHIVE);
+        return phase.map(p -> new Event(Optional.of(p), nanos(m.group(2)), Optional.empty(), Optional.empty(),
+                Optional.empty()));
     }
 
     /** Seconds with up to 9 decimals, exactly, as nanoseconds. */

@@ -28,6 +28,15 @@ public final class KernelCommandLine {
     public static final String ROOTFS_COPY = "copy";
     /** {@link Key#DEBUG}: runsc logs and straces to the console. */
     public static final String DEBUG_ON = "1";
+    /**
+     * The port the init writes the worker's class archive to when the host asks it to make one
+     * ({@link Key#CLASS_ARCHIVE} = {@link #CLASS_ARCHIVE_MAKE}; adr/0018).
+     */
+    public static final String ARCHIVE_PORT = "qvm.archive";
+    /** {@link Key#CLASS_ARCHIVE}: make the class archive before starting runsc, and send it to the host. */
+    public static final String CLASS_ARCHIVE_MAKE = "make";
+    /** {@link Key#CLASS_ARCHIVE}: use the class archive if the initramfs holds one (the default). */
+    public static final String CLASS_ARCHIVE_USE = "use";
 
     /** One key, with the value the init assumes when the command line lacks it. */
     public enum Key {
@@ -42,7 +51,10 @@ public final class KernelCommandLine {
         PLATFORM("platform", "systrap"),
         STDIO("stdio", "pipe"),
         ROOTFS("rootfs", "bind"),
-        DEBUG("debug", "0");
+        DEBUG("debug", "0"),
+        CLASS_ARCHIVE("class_archive", CLASS_ARCHIVE_USE),
+        /** How long the init may spend making the class archive, in seconds; past it, the boot goes on without. */
+        CLASS_ARCHIVE_SECONDS("class_archive_seconds", "120");
 
         private final String key;
         private final String initDefault;

@@ -30,6 +30,11 @@ class GuestContractTest {
         assertEquals(5_000_000_001L, InitEvents.parse("qvm: phase=init uptime=5.000000001").orElseThrow().uptimeNanos());
         assertEquals(7_000_000_000L, InitEvents.parse("qvm: phase=runsc uptime=7").orElseThrow().uptimeNanos());
         assertEquals(Optional.of("no port"), InitEvents.parse("qvm: error= no port ").orElseThrow().error());
+        InitEvents.Event archive = InitEvents.parse("qvm: phase=archive bytes=23941120 uptime=31.5").orElseThrow();
+        assertEquals(Optional.of(InitEvents.Phase.ARCHIVE), archive.phase());
+        assertEquals(Optional.of(23_941_120L), archive.bytes());
+        assertEquals(Optional.empty(), archive.status());
+        assertEquals(Optional.empty(), exit.bytes());
         for (String notAnEvent : new String[] {
             "[ 5.1] x qvm: phase=init uptime=1.0",             // not the whole line
             "qvm: phase=init uptime=1.0 ",                      // trailing text
@@ -42,6 +47,11 @@ class GuestContractTest {
             "qvm: phase=worker-exit status=256 uptime=1.0",     // beyond a shell status
             "qvm: phase=worker-exit status=99999999999 uptime=1.0",
             "qvm: phase=runsc status=1 uptime=2",               // a status only on worker-exit
+            "qvm: phase=archive uptime=1.0",                    // archive without its size
+            "qvm: phase=archive bytes=-1 uptime=1.0",           // negative size
+            "qvm: phase=archive bytes=1234567890123 uptime=1",  // more than 12 digits
+            "qvm: phase=runsc bytes=1 uptime=2",                // a size only on archive
+            "qvm: phase=archive status=0 uptime=1",             // nor a status
             "qvm: hello",
             "phase=init uptime=1",
             "qvm: error=" + "x".repeat(InitEvents.MAX_LINE),    // longer than a line may be
