@@ -168,12 +168,36 @@ class ClassArchiveTest extends FakeQemuFixture {
         try (QemuVmBackend backend = host.backend().templates(false).classArchiveMaxBytes(256 * 1024).build()) {
             BootFailedException e = assertThrows(BootFailedException.class,
                     () -> backend.start(FakeQemuHost.config().build()));
-            assertTrue(e.getMessage().contains("more than 262144 bytes of class archive"), e.getMessage());
+            assertTrue(e.getMessage().contains("the class archive file passed its cap of 262144 bytes"), e.getMessage());
             assertTrue(failures().get(0).contains("more than 262144 bytes"), String.valueOf(failures()));
             assertThrows(BootFailedException.class, () -> backend.start(FakeQemuHost.config().build()));
             try (Sandbox s = backend.start(FakeQemuHost.config().build())) {
                 assertEquals("null,id=qvma", archiveChardev(host.lastArgv()), "not asked a third time");
             }
+        }
+    }
+
+    /**
+     * One worker that dies at start proves nothing (it happens on its own, and a fresh VM boots);
+     * two in a row with the archive set it aside, and the next boot makes a new one.
+     */
+    @Test
+    void workersThatDieTwiceInARowWithTheArchiveSetItAsideAndTheNextBootMakesAnother() throws Exception {
+        try (QemuVmBackend backend = host.backend().templates(false).build()) {
+            backend.start(FakeQemuHost.config().build()).close(); // boot 1 makes it
+            assertEquals(1, kept().size());
+            host.set("workerExitStatus", "134").set("failingBoots", "3"); // boots 2 and 3 die at start
+            BootFailedException e = assertThrows(BootFailedException.class,
+                    () -> backend.start(FakeQemuHost.config().build()));
+            assertTrue(e.getMessage().contains("status 134"), e.getMessage());
+            assertTrue(kept().isEmpty(), "set aside after two deaths in a row with it");
+            assertTrue(failures().get(0).contains("2 workers in a row died before READY with this archive"),
+                    String.valueOf(failures()));
+            try (Sandbox s = backend.start(FakeQemuHost.config().build())) { // boot 4
+                assertTrue(host.lastArgv().stream().anyMatch(a -> a.contains("qvm.class_archive=make")),
+                        "the next boot makes a new one: " + host.lastArgv());
+            }
+            assertEquals(1, kept().size());
         }
     }
 

@@ -220,6 +220,8 @@ public final class VmStart {
         // past either, QEMU is killed at once, whatever the host is doing.
         console = new GuestWatcher(state.eventsLog(), state.consoleLog(), InitEvents.CONSOLE_MAX_BYTES,
                 () -> started.handle().destroyForcibly(), startNanos, line -> say(line));
+        // The port stays behind the file while this VM runs: capped like the console, for its whole life.
+        archiveOut.ifPresent(f -> console.capArchive(f, ctx.archives().maxBytes()));
         phases.put("process-start", Duration.ZERO);
     }
 
@@ -255,13 +257,8 @@ public final class VmStart {
      */
     public void awaitWorker(long deadline) {
         say("waiting for the worker (guest boot + gVisor + JVM)");
-        if (archive instanceof ClassArchives.Plan.Make) {
-            // The init may take this long to make the class archive: the boot gets it on top.
-            deadline += TimeUnit.SECONDS.toNanos(ClassArchives.makeSeconds(config));
-        }
         try {
-            try (StallWatch stall = new StallWatch(console, transport, archiveOut, ctx.archives().maxBytes(),
-                    () -> qemu.handle().destroyForcibly())) {
+            try (StallWatch stall = new StallWatch(console, transport)) {
                 try {
                     ready = transport.handshake(Hello.fresh(target.limits()), Deadlines.remaining(deadline));
                 } catch (IOException | RuntimeException e) {
@@ -272,6 +269,9 @@ public final class VmStart {
             phases.put("worker-ready", Deadlines.since(startNanos));
             console.poll();
             console.guestPhases().forEach((name, uptime) -> phases.put("guest:" + name, uptime));
+            if (archive instanceof ClassArchives.Plan.Use) {
+                ctx.archives().cleared(target.image());
+            }
             keepArchive();
         } catch (RuntimeException | IOException | InterruptedException e) {
             if (e instanceof InterruptedException) {
@@ -300,31 +300,34 @@ public final class VmStart {
             say(archiveNote);
             return;
         }
+        Path out = archiveOut.orElseThrow();
         try {
-            Path out = archiveOut.orElseThrow();
             // The port's data and the init's event travel on different queues: give the file a
             // moment to be complete.
             long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (java.nio.file.Files.size(out) < bytes.get() && System.nanoTime() < until) {
+            while (size(out) < bytes.get() && System.nanoTime() < until) {
                 Thread.sleep(50);
             }
-            ctx.archives().install(target.image(), claim, out, bytes.get());
-            archiveNote = "class archive: made in this boot (" + bytes.get() + " bytes) and kept for the image's next boots";
-            say(archiveNote);
-        } catch (IOException e) {
-            archiveNote = "class archive: not kept: " + e.getMessage();
-            say(archiveNote);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             ctx.archives().released(claim);
-        } finally {
-            archiveOut.ifPresent(f -> {
-                try {
-                    java.nio.file.Files.deleteIfExists(f);
-                } catch (IOException ignored) {
-                    // removed with the state directory
-                }
-            });
+            return;
+        }
+        try {
+            // install records a refusal itself; the file stays (capped) until the sandbox closes
+            ctx.archives().install(target.image(), claim, out, bytes.get());
+            archiveNote = "class archive: made in this boot (" + bytes.get() + " bytes) and kept for the image's next boots";
+        } catch (IOException e) {
+            archiveNote = "class archive: not kept: " + e.getMessage();
+        }
+        say(archiveNote);
+    }
+
+    private static long size(Path f) {
+        try {
+            return java.nio.file.Files.size(f);
+        } catch (IOException e) {
+            return -1;
         }
     }
 
@@ -443,13 +446,21 @@ public final class VmStart {
         String initError = console == null ? null : console.error().orElse(null);
         Integer workerExit = console == null ? null : console.workerExitStatus().orElse(null);
         boolean archiveOverflow = archiveOut.isPresent() && oversized(archiveOut.get(), ctx.archives().maxBytes());
+        boolean interrupted = e instanceof InterruptedException || Thread.currentThread().isInterrupted();
+        if (archive instanceof ClassArchives.Plan.Use && workerExit != null && workerExit != 0
+                && ctx.archives().suspected(target.image(), "status " + workerExit)) {
+            say("the worker died before READY with the image's class archive again: set aside, the next boot makes a new one");
+        }
         if (archive instanceof ClassArchives.Plan.Make claim) {
             if (archiveOverflow) {
                 ctx.archives().failed(claim, "the guest wrote more than " + ctx.archives().maxBytes() + " bytes of it");
-            } else if (console != null && console.reached(InitEvents.Phase.ARCHIVE_MAKE)
+            } else if (!interrupted && console != null && console.reached(InitEvents.Phase.ARCHIVE_MAKE)
                     && !console.reached(InitEvents.Phase.ARCHIVE) && !console.reached(InitEvents.Phase.ARCHIVE_FAILED)) {
                 // It failed while the guest made the archive: the next boot must not try it forever.
                 ctx.archives().failed(claim, "the boot failed while the guest made it: " + e.getMessage());
+            } else if (console != null && console.reached(InitEvents.Phase.ARCHIVE) && workerExit != null && workerExit != 0) {
+                // The worker died mapping the archive its own boot made: not kept, and counted.
+                ctx.archives().failed(claim, "the worker exited with status " + workerExit + " before READY, mapping it");
             } else {
                 ctx.archives().released(claim); // the boot failed for another reason: the next one tries again
             }
@@ -472,9 +483,6 @@ public final class VmStart {
         if (overflow != null) {
             why.append(overflow).append(", so the VM was stopped: a guest that writes this much does not follow the")
                     .append(" contract (its init or kernel is not the image's), and booting it again would do the same");
-        } else if (archiveOverflow) {
-            why.append("the guest wrote more than ").append(ctx.archives().maxBytes()).append(" bytes of class archive,")
-                    .append(" so the VM was stopped (its init is not the image's); the image's next boots make none");
         } else if (stalled) {
             why.append("the guest stalled: no console output for ").append(GUEST_STALL.toSeconds())
                     .append(" s before the init ran runsc (a TCG guest occasionally hangs early in its boot)");
@@ -551,12 +559,7 @@ public final class VmStart {
         private final ScheduledExecutorService timer;
         private volatile boolean fired;
 
-        /**
-         * @param archiveOut the class archive QEMU writes, if this boot makes one: past
-         *                   {@link ClassArchives#MAX_BYTES}, {@code kill} stops QEMU
-         */
-        StallWatch(GuestWatcher console, SandboxTransport transport, Optional<Path> archiveOut, long maxArchive,
-                Runnable kill) {
+        StallWatch(GuestWatcher console, SandboxTransport transport) {
             timer = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "qvm-boot-stall-watch");
                 t.setDaemon(true);
@@ -564,11 +567,6 @@ public final class VmStart {
             });
             timer.scheduleWithFixedDelay(() -> {
                 console.poll();
-                if (archiveOut.isPresent() && oversized(archiveOut.get(), maxArchive)) {
-                    LOG.log(System.Logger.Level.WARNING, "the guest wrote more than " + maxArchive
-                            + " bytes of class archive: QEMU stopped");
-                    kill.run();
-                }
                 // A guest making its class archive has booted: the watch is for kernels stuck early.
                 if (!console.reached(InitEvents.Phase.RUNSC) && !console.reached(InitEvents.Phase.ARCHIVE_MAKE)
                         && console.silentFor().compareTo(GUEST_STALL) > 0) {

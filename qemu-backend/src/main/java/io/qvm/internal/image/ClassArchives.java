@@ -50,8 +50,8 @@ import java.util.concurrent.ConcurrentHashMap;
  *       failed                               one line per attempt that made no archive (at most {@value #MAX_ATTEMPTS})
  * </pre>
  *
- * <p>At most {@value #MAX_IMAGES} images are kept: each install deletes the least recently made
- * others beyond that.
+ * <p>At most {@value #MAX_IMAGES} images are kept: each install deletes the least recently used
+ * others beyond that (but none used in the last half hour).
  *
  * <p>Later cold and template boots of that image boot {@code initramfs.cpio} instead of the image's
  * initramfs ({@link Plan.Use}): the kernel unpacks the appended cpio over the image's files, which
@@ -75,7 +75,14 @@ public final class ClassArchives {
      * new initramfs) do not fill the disk.
      */
     public static final int MAX_IMAGES = 6;
-    /** Attempts that made no archive, after which an image boots without one until its record is removed. */
+    /** How long a failed attempt counts against {@link #MAX_ATTEMPTS}. */
+    public static final java.time.Duration FAILURES_EXPIRE = java.time.Duration.ofDays(1);
+    /** An image used this recently is not evicted, nor a build directory this young deleted. */
+    static final java.time.Duration IN_USE = java.time.Duration.ofMinutes(30);
+    /**
+     * Attempts that made no archive (in the last {@link #FAILURES_EXPIRE}), after which an image
+     * boots without one until they expire or its record is removed.
+     */
     public static final int MAX_ATTEMPTS = 2;
 
     /**
@@ -178,12 +185,13 @@ public final class ClassArchives {
                 PrivateDirectory.verify(dir);
                 Optional<Path> kept = kept(image, dir);
                 if (kept.isPresent()) {
+                    touch(dir); // the least recently used go first (evict)
                     return new Plan.Use(kept.get());
                 }
                 long failures = failures(dir);
                 if (failures >= MAX_ATTEMPTS) {
-                    return new Plan.None(failures + " boots made no class archive for this image (" + dir.resolve(FAILED)
-                            + " says why); remove " + dir + " to try again");
+                    return new Plan.None(failures + " boots made no class archive for this image in the last day ("
+                            + dir.resolve(FAILED) + " says why); remove " + dir + " to try again now");
                 }
             }
         } catch (IOException | RuntimeException e) {
@@ -193,6 +201,34 @@ public final class ClassArchives {
             return new Plan.None("another boot is making this image's class archive");
         }
         return new Plan.Make(name);
+    }
+
+    /**
+     * Whether a boot of {@code image} planned now would make the archive (none kept, not given
+     * up), without claiming it: so that a start can give its boot the time to (see
+     * {@link #makeSeconds}).
+     */
+    public boolean wouldMake(GuestImage image) {
+        if (root.isEmpty()) {
+            return false;
+        }
+        Path dir = root.get().resolve(name(image));
+        try {
+            if (!PrivateDirectory.verifyIfPresent(root.get()) || !Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
+                return true;
+            }
+            return !Files.isRegularFile(dir.resolve(META), LinkOption.NOFOLLOW_LINKS) && failures(dir) < MAX_ATTEMPTS;
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
+    }
+
+    private static void touch(Path dir) {
+        try {
+            Files.setLastModifiedTime(dir, java.nio.file.attribute.FileTime.from(Instant.now()));
+        } catch (IOException | RuntimeException e) {
+            LOG.log(System.Logger.Level.DEBUG, "could not mark " + dir + " used: " + e);
+        }
     }
 
     /** The kept initramfs of {@code image}, checked (its SHA-256 once per process), or empty. */
@@ -227,13 +263,21 @@ public final class ClassArchives {
         return Optional.of(initrd);
     }
 
+    /** The failed attempts recorded in the last {@link #FAILURES_EXPIRE} (older ones no longer count). */
     private static long failures(Path dir) throws IOException {
         Path f = dir.resolve(FAILED);
         if (!Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS)) {
             return 0;
         }
+        Instant since = Instant.now().minus(FAILURES_EXPIRE);
         try (var lines = Files.lines(f, StandardCharsets.UTF_8)) {
-            return lines.filter(l -> !l.isBlank()).count();
+            return lines.filter(l -> !l.isBlank()).filter(l -> {
+                try {
+                    return Instant.parse(l.substring(0, Math.max(0, l.indexOf(' ')))).isAfter(since);
+                } catch (RuntimeException e) {
+                    return true; // a line that does not start with its instant counts
+                }
+            }).count();
         }
     }
 
@@ -279,10 +323,19 @@ public final class ClassArchives {
                 try (Writer w = Files.newBufferedWriter(tmp.resolve(META), StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW)) {
                     p.store(w, "qvm class archive (adr/0018)");
                 }
-                if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
-                    FileTrees.delete(dir); // a record of failed attempts, or one made meanwhile elsewhere
+                if (Files.isRegularFile(dir.resolve(META), LinkOption.NOFOLLOW_LINKS)) {
+                    // Another process kept one meanwhile, and a boot may be about to use it: keep that one.
+                    return dir.resolve(INITRD);
+                }
+                Path old = null;
+                if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) { // a record of failed attempts: moved aside whole
+                    old = top.resolve(".old-" + claim.image() + "-" + random());
+                    Files.move(dir, old, StandardCopyOption.ATOMIC_MOVE);
                 }
                 Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
+                if (old != null) {
+                    FileTrees.deleteQuietly(old);
+                }
                 evict(top, dir);
                 return dir.resolve(INITRD);
             } finally {
@@ -298,14 +351,27 @@ public final class ClassArchives {
         }
     }
 
-    /** Deletes the directories beyond {@link #MAX_IMAGES}, least recently changed first, never {@code keep}. */
+    /**
+     * Deletes the images beyond {@link #MAX_IMAGES}, least recently used first, never {@code keep}
+     * nor one used in the last {@link #IN_USE} (a boot of another process may be about to pass its
+     * file to QEMU), and build directories older than that (a process killed while it installed).
+     */
     private static void evict(Path top, Path keep) {
-        try (var dirs = Files.list(top)) {
-            List<Path> others = dirs.filter(d -> !d.equals(keep) && !d.getFileName().toString().startsWith(".")
-                    && Files.isDirectory(d, LinkOption.NOFOLLOW_LINKS)).sorted(java.util.Comparator.comparing(
-                            (Path d) -> lastModified(d)).reversed()).toList();
+        java.nio.file.attribute.FileTime recent = java.nio.file.attribute.FileTime.from(Instant.now().minus(IN_USE));
+        try (var entries = Files.list(top)) {
+            List<Path> all = entries.filter(d -> Files.isDirectory(d, LinkOption.NOFOLLOW_LINKS)).toList();
+            for (Path d : all) {
+                String n = d.getFileName().toString();
+                if ((n.startsWith(".build-") || n.startsWith(".old-")) && lastModified(d).compareTo(recent) < 0) {
+                    FileTrees.deleteQuietly(d);
+                }
+            }
+            List<Path> others = all.stream().filter(d -> !d.equals(keep) && !d.getFileName().toString().startsWith("."))
+                    .sorted(java.util.Comparator.comparing((Path d) -> lastModified(d)).reversed()).toList();
             for (Path d : others.subList(Math.min(others.size(), MAX_IMAGES - 1), others.size())) {
-                FileTrees.deleteQuietly(d);
+                if (lastModified(d).compareTo(recent) < 0) {
+                    FileTrees.deleteQuietly(d);
+                }
             }
         } catch (IOException | RuntimeException e) {
             LOG.log(System.Logger.Level.DEBUG, "could not evict old class archives: " + e);
@@ -339,6 +405,49 @@ public final class ClassArchives {
             LOG.log(System.Logger.Level.DEBUG, "could not record a failed class archive: " + e);
         } finally {
             making.remove(claim.image());
+        }
+    }
+
+    private final java.util.Map<String, Integer> suspicions = new ConcurrentHashMap<>();
+
+    /** Workers that died before READY in a row while they mapped an image's archive, after which it is set aside. */
+    public static final int MAX_SUSPICIONS = 2;
+
+    /**
+     * A boot that used {@code image}'s archive reached READY: the archive is not suspected.
+     */
+    public void cleared(GuestImage image) {
+        suspicions.remove(name(image));
+    }
+
+    /**
+     * A boot that used {@code image}'s archive ended with the worker dead before READY. Workers
+     * do die at start now and then on their own (a fresh VM then boots), so one such death proves
+     * nothing; {@value #MAX_SUSPICIONS} in a row set the archive aside (deleted, with a failed
+     * attempt recorded), and the image's next boot makes a new one.
+     *
+     * @return whether the archive was set aside
+     */
+    public boolean suspected(GuestImage image, String why) {
+        String name = name(image);
+        int n = suspicions.merge(name, 1, Integer::sum);
+        if (n < MAX_SUSPICIONS || root.isEmpty()) {
+            return false;
+        }
+        suspicions.remove(name);
+        Path dir = root.get().resolve(name);
+        try {
+            Path aside = root.get().resolve(".old-" + name + "-" + random());
+            Files.move(dir, aside, StandardCopyOption.ATOMIC_MOVE);
+            FileTrees.deleteQuietly(aside);
+            PrivateDirectory.createNew(dir);
+            Files.writeString(dir.resolve(FAILED), Instant.now() + " " + n + " workers in a row died before READY with"
+                    + " this archive (" + why.replaceAll("[\\r\\n]+", " ") + "): set aside\n", StandardCharsets.UTF_8,
+                    StandardOpenOption.CREATE_NEW);
+            return true;
+        } catch (IOException | RuntimeException e) {
+            LOG.log(System.Logger.Level.DEBUG, "could not set aside the class archive " + dir + ": " + e);
+            return false;
         }
     }
 

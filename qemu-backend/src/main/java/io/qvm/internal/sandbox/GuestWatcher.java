@@ -65,6 +65,7 @@ public final class GuestWatcher implements AutoCloseable {
     private final Path events;
     private final CappedFile eventsCap;
     private final CappedFile consoleCap;
+    private volatile CappedFile archiveCap;
     private final Runnable onOverflow;
     private final long startNanos;
     private final Consumer<String> progress;
@@ -158,10 +159,22 @@ public final class GuestWatcher implements AutoCloseable {
         return violations;
     }
 
-    /** Checks both caps and reads whatever was appended since the last poll (also called by the poller). */
+    /**
+     * Caps {@code file} too, for the rest of this watcher's life: the class archive a boot makes
+     * (adr/0018), whose port stays behind that file while the VM runs.
+     */
+    public synchronized void capArchive(Path file, long maxBytes) {
+        archiveCap = new CappedFile("the class archive file", file, maxBytes);
+    }
+
+    /** Checks every cap and reads whatever was appended since the last poll (also called by the poller). */
     public synchronized void poll() {
         consoleCap.check();
         eventsCap.check();
+        CappedFile archive = archiveCap;
+        if (archive != null) {
+            archive.check();
+        }
         pollEvents();
     }
 

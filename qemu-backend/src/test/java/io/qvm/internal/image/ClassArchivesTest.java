@@ -68,9 +68,12 @@ class ClassArchivesTest {
     @Test
     void onlyTheMostRecentImagesAreKept() throws IOException {
         ClassArchives store = ClassArchives.at(tmp.resolve("store"));
+        java.time.Instant longAgo = java.time.Instant.now().minus(java.time.Duration.ofHours(2));
         for (int i = 0; i < ClassArchives.MAX_IMAGES + 3; i++) {
             GuestImage img = image("i" + i);
-            store.install(img, (ClassArchives.Plan.Make) store.plan(img), archive(100), 100);
+            Path initrd = store.install(img, (ClassArchives.Plan.Make) store.plan(img), archive(100), 100);
+            // used an hour or two ago, in this order: none is protected as recently used
+            Files.setLastModifiedTime(initrd.getParent(), java.nio.file.attribute.FileTime.from(longAgo.plusSeconds(60L * i)));
         }
         try (Stream<Path> s = Files.list(tmp.resolve("store"))) {
             List<Path> left = s.toList();
@@ -78,6 +81,42 @@ class ClassArchivesTest {
         }
         GuestImage last = image("i" + (ClassArchives.MAX_IMAGES + 2));
         assertInstanceOf(ClassArchives.Plan.Use.class, store.plan(last), "the newest is kept");
+    }
+
+    @Test
+    void anImageUsedInTheLastHalfHourIsNotEvictedNorOneKeptMeanwhileReplaced() throws IOException {
+        ClassArchives store = ClassArchives.at(tmp.resolve("store"));
+        List<Path> made = new java.util.ArrayList<>();
+        for (int i = 0; i < ClassArchives.MAX_IMAGES + 2; i++) {
+            GuestImage img = image("r" + i);
+            made.add(store.install(img, (ClassArchives.Plan.Make) store.plan(img), archive(100), 100));
+        }
+        for (Path p : made) {
+            assertTrue(Files.exists(p), "recently used, so kept: " + p);
+        }
+        // two makers of one image (two processes): the second keeps the first one's archive
+        GuestImage img = image("twice");
+        ClassArchives other = ClassArchives.at(tmp.resolve("store"));
+        ClassArchives.Plan.Make mine = (ClassArchives.Plan.Make) store.plan(img);
+        ClassArchives.Plan.Make theirs = (ClassArchives.Plan.Make) other.plan(img);
+        Path first = other.install(img, theirs, archive(100), 100);
+        long size = Files.size(first);
+        Path second = store.install(img, mine, archive(200), 200);
+        assertEquals(first, second);
+        assertEquals(size, Files.size(second), "the one kept first stays");
+    }
+
+    @Test
+    void failedAttemptsOlderThanADayNoLongerCount() throws IOException {
+        ClassArchives store = ClassArchives.at(tmp.resolve("store"));
+        GuestImage img = image("f");
+        store.failed((ClassArchives.Plan.Make) store.plan(img), "one");
+        store.failed((ClassArchives.Plan.Make) store.plan(img), "two");
+        assertInstanceOf(ClassArchives.Plan.None.class, store.plan(img), "given up after two");
+        Path failed = tmp.resolve("store").resolve(ClassArchives.name(img)).resolve("failed");
+        String old = java.time.Instant.now().minus(java.time.Duration.ofDays(2)).toString();
+        Files.writeString(failed, old + " one\n" + old + " two\n");
+        assertInstanceOf(ClassArchives.Plan.Make.class, store.plan(img), "tried again once they expired");
     }
 
     @Test

@@ -61,6 +61,9 @@ class CliEndToEndTest {
         Path state = tmp.resolve("state");
         java.util.Map<String, String> env = new java.util.HashMap<>(CliRun.context(state, imageRoot, FakeImageTool.NO_BUILDS).env());
         env.put("QVM_CACHE", tmp.resolve("cache").toString()); // probe verdicts of this run stay in this run
+        // An empty cache: the class archive would be made here only to add its time to this walk
+        // (SandboxLifecycleE2ETest proves it).
+        env.put("QVM_CLASS_ARCHIVES", "off");
         ctx = CliRun.context(state, imageRoot, FakeImageTool.NO_BUILDS).withEnv(env);
 
         // up --detach: a supervisor boots the sandbox and stays; we get its id
