@@ -222,16 +222,16 @@ class RenderCorpusE2ETest {
 
     @Test
     void aRenderThatOverrunsTheDeadlineIsEndedAndTheNextRequestGetsAFreshSandbox() {
-        // A 30 s request deadline: far above an ordinary render (under a second once warm, a few
+        // A 15 s request deadline: far above an ordinary render (under a second once warm, a few
         // seconds on a loaded machine), far below three million fills at 300 dpi under TCG and
         // gVisor. The worker answers TIMEOUT itself, or the host stops the sandbox.
-        try (SandboxPool pool = SandboxPool.builder(backend, config().requestTimeout(Duration.ofSeconds(30)).build())
+        try (SandboxPool pool = SandboxPool.builder(backend, config().requestTimeout(Duration.ofSeconds(15)).build())
                 .maxSandboxes(1).minIdle(0).recycle(SandboxPool.Recycle.afterRequests(1000)).build()) {
             String first = pool.withSandbox(Sandbox::id);
             boolean hostStopped = false;
             try {
                 pool.render(RenderRequest.pdf(Pdfs.slow(3_000_000)).withDpi(300));
-                fail("a render of three million fills at 300 dpi finished within 30 s under TCG");
+                fail("a render of three million fills at 300 dpi finished within 15 s under TCG");
             } catch (RenderFailedException e) {
                 assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
                 log("the worker answered TIMEOUT itself: " + e.getMessage());
