@@ -323,6 +323,7 @@ public final class VmStart {
         say(archiveNote);
     }
 
+    /** {@code f}'s size, or -1 when it cannot be read. */
     private static long size(Path f) {
         try {
             return java.nio.file.Files.size(f);
@@ -589,10 +590,6 @@ public final class VmStart {
 
     /** Whether the class archive file {@code f} holds more than {@code max} bytes. */
     static boolean oversized(Path f, long max) {
-        try {
-            return java.nio.file.Files.size(f) > max;
-        } catch (IOException e) {
-            return false;
-        }
+        return size(f) > max;
     }
 }

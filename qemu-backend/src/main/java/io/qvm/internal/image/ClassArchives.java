@@ -154,11 +154,6 @@ public final class ClassArchives {
         return maxBytes;
     }
 
-    /** Where they are kept (empty when disabled). */
-    public Optional<Path> root() {
-        return root;
-    }
-
     /** The directory name of {@code image}'s archive: its architecture and its initramfs's SHA-256. */
     static String name(GuestImage image) {
         String sha = image.sha256().get(GuestImage.INITRD);
@@ -188,9 +183,8 @@ public final class ClassArchives {
                     touch(dir); // the least recently used go first (evict)
                     return new Plan.Use(kept.get());
                 }
-                long failures = failures(dir);
-                if (failures >= MAX_ATTEMPTS) {
-                    return new Plan.None(failures + " boots made no class archive for this image in the last day ("
+                if (givenUp(dir)) {
+                    return new Plan.None(failures(dir) + " boots made no class archive for this image in the last day ("
                             + dir.resolve(FAILED) + " says why); remove " + dir + " to try again now");
                 }
             }
@@ -217,7 +211,7 @@ public final class ClassArchives {
             if (!PrivateDirectory.verifyIfPresent(root.get()) || !Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
                 return true;
             }
-            return !Files.isRegularFile(dir.resolve(META), LinkOption.NOFOLLOW_LINKS) && failures(dir) < MAX_ATTEMPTS;
+            return !Files.isRegularFile(dir.resolve(META), LinkOption.NOFOLLOW_LINKS) && !givenUp(dir);
         } catch (IOException | RuntimeException e) {
             return false;
         }
@@ -248,8 +242,9 @@ public final class ClassArchives {
         }
         long bytes = Long.parseLong(p.getProperty("initramfs.bytes", "-1"));
         String sha = p.getProperty("initramfs.sha256", "");
-        if (Files.size(initrd) != bytes) {
-            throw new IOException(initrd + " has " + Files.size(initrd) + " bytes, " + META + " says " + bytes);
+        long size = Files.size(initrd);
+        if (size != bytes) {
+            throw new IOException(initrd + " has " + size + " bytes, " + META + " says " + bytes);
         }
         String key = initrd.toAbsolutePath() + "|" + bytes + "|" + Files.getLastModifiedTime(initrd, LinkOption.NOFOLLOW_LINKS)
                 + "|" + sha;
@@ -261,6 +256,11 @@ public final class ClassArchives {
             verified.add(key);
         }
         return Optional.of(initrd);
+    }
+
+    /** Whether {@value #MAX_ATTEMPTS} attempts at {@code dir}'s image failed in the last {@link #FAILURES_EXPIRE}. */
+    private static boolean givenUp(Path dir) throws IOException {
+        return failures(dir) >= MAX_ATTEMPTS;
     }
 
     /** The failed attempts recorded in the last {@link #FAILURES_EXPIRE} (older ones no longer count). */

@@ -122,6 +122,16 @@ public final class Bench {
         return new Bench(o).runAll();
     }
 
+    /** Section {@code key}: the wall time since {@code t0}, READY and every phase of {@code r}. */
+    private ObjectNode coldBootJson(String key, long t0, io.qvm.BootReport r) {
+        ObjectNode c = out.putObject(key);
+        c.put("wallMillis", millis(t0));
+        c.put("readyMillis", r.total().toMillis());
+        ObjectNode ph = c.putObject("phases");
+        r.phases().forEach((k, v) -> ph.put(k, v.toMillis()));
+        return c;
+    }
+
     /** The boot report's word on the worker's class archive: in use, made in this boot, or why not. */
     static String classArchiveNote(io.qvm.BootReport r) {
         return r.notes().stream().filter(n -> n.startsWith("class archive: ")).map(n -> n.substring("class archive: ".length()))
@@ -155,25 +165,16 @@ public final class Bench {
                         t0[0] = System.nanoTime();
                         return cold.start(config);
                     });
-                    ObjectNode c = out.putObject("coldBoot");
-                    c.put("wallMillis", millis(t0[0]));
-                    c.put("readyMillis", warm[0].bootReport().total().toMillis());
-                    ObjectNode ph = c.putObject("phases");
-                    warm[0].bootReport().phases().forEach((k, v) -> ph.put(k, v.toMillis()));
-                    c.put("classArchive", classArchiveNote(warm[0].bootReport()));
+                    coldBootJson("coldBoot", t0[0], warm[0].bootReport())
+                            .put("classArchive", classArchiveNote(warm[0].bootReport()));
                 });
                 section("coldBootWithoutArchive", "cold boot to READY without the worker's class archive (adr/0018)", () -> {
+                    // the builder is not used after this section
                     try (QemuVmBackend plain = coldBuilder.classArchives(false).build()) {
                         long t0 = System.nanoTime();
                         try (Sandbox s = booting("cold boot without the class archive", () -> plain.start(config))) {
-                            ObjectNode c = out.putObject("coldBootWithoutArchive");
-                            c.put("wallMillis", millis(t0));
-                            c.put("readyMillis", s.bootReport().total().toMillis());
-                            ObjectNode ph = c.putObject("phases");
-                            s.bootReport().phases().forEach((k, v) -> ph.put(k, v.toMillis()));
+                            coldBootJson("coldBootWithoutArchive", t0, s.bootReport());
                         }
-                    } finally {
-                        coldBuilder.classArchives(true);
                     }
                 });
                 String noWarm = "the cold boot failed: no warm sandbox";
