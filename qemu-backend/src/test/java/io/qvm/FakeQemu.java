@@ -96,6 +96,10 @@ import java.util.concurrent.atomic.AtomicReference;
  *  slowBootMillis=M      … M ms late (a cold boot on a loaded host)
  *  setclock=silent       the init never answers {@code setclock} (a guest that does not come back from a pause);
  *  setclock=unknown      … answers it as an unknown command (an init older than the word)
+ *  step=silent|unknown   the same for {@code step}; step=fail: it answers step-failed (the clock could
+ *                        not be read or set); step=stuck: it answers, but the clock does not move
+ *  clockSetLagMillis=N   restore and setclock set the guest clock N ms behind what was sent (the command
+ *                        took that long to reach the init, a guest just resumed on a loaded host)
  * </pre>
  */
 public final class FakeQemu {
@@ -138,7 +142,15 @@ public final class FakeQemu {
     private void setGuestClock(long epochSeconds) {
         synchronized (clock) {
             long base = stoppedSinceMillis >= 0 ? stoppedSinceMillis : System.currentTimeMillis();
-            clockOffsetMillis = epochSeconds * 1000 - base;
+            clockOffsetMillis = epochSeconds * 1000 - base
+                    - Long.parseLong(scenario.getProperty("clockSetLagMillis", "0"));
+        }
+    }
+
+    /** The init's {@code step}: the clock moves by exactly {@code micros} (to the millisecond here). */
+    private void stepGuestClock(long micros) {
+        synchronized (clock) {
+            clockOffsetMillis += Math.round(micros / 1000.0);
         }
     }
 
@@ -527,14 +539,20 @@ public final class FakeQemu {
         while ((line = in.readLine()) != null) {
             String[] w = line.split(" ");
             log("control " + w[0]);
-            if (w[0].equals(ControlProtocol.SET_CLOCK) && "silent".equals(scenario.getProperty("setclock"))) {
+            String behaviour = w[0].equals(ControlProtocol.SET_CLOCK) ? scenario.getProperty("setclock")
+                    : w[0].equals(ControlProtocol.STEP) ? scenario.getProperty("step") : null;
+            if ("silent".equals(behaviour)) {
                 continue;
             }
-            if (w[0].equals(ControlProtocol.SET_CLOCK) && "unknown".equals(scenario.getProperty("setclock"))) {
-                out.write((ControlProtocol.ERROR + " " + w[2] + " " + ControlProtocol.UNKNOWN_COMMAND + "\n")
+            if ("unknown".equals(behaviour) || "fail".equals(behaviour)) {
+                out.write((ControlProtocol.ERROR + " " + w[2] + " " + ("fail".equals(behaviour)
+                        ? ControlProtocol.STEP_FAILED : ControlProtocol.UNKNOWN_COMMAND) + "\n")
                         .getBytes(StandardCharsets.UTF_8));
                 out.flush();
                 continue;
+            }
+            if (w[0].equals(ControlProtocol.STEP) && !"stuck".equals(behaviour)) {
+                stepGuestClock(Long.parseLong(w[1]));
             }
             if ((w[0].equals(ControlProtocol.RESTORE) || w[0].equals(ControlProtocol.SET_CLOCK)) && w.length >= 3) {
                 setGuestClock(Long.parseLong(w[1]));
@@ -552,6 +570,11 @@ public final class FakeQemu {
                         + ControlProtocol.RESEEDED + (w.length == 4 ? scenario.getProperty("reseeded", "1") : "0");
                 case ControlProtocol.SET_CLOCK -> ControlProtocol.CLOCK_SET + " " + w[2] + " " + ControlProtocol.CLOCK
                         + guestMillis() / 1000;
+                case ControlProtocol.STEP -> {
+                    long g = guestMillis();
+                    yield ControlProtocol.STEPPED + " " + w[2] + " " + ControlProtocol.CLOCK + g / 1000 + "."
+                            + String.format("%03d000", g % 1000);
+                }
                 case ControlProtocol.PING -> ControlProtocol.PONG + " " + w[1];
                 default -> "unknown " + w[0];
             };

@@ -33,13 +33,17 @@ class IdlePauseTest extends FakeQemuFixture {
             assertEquals("qmp stop", last(host.vmLog()), "stopped over QMP once idle");
             Thread.sleep(2500); // the fake guest's clock stands still meanwhile, as a real one's does
 
+            long before = System.currentTimeMillis();
             WorkerStatus st = s.status();
-            long skew = Math.abs(st.wallClockMillis() - System.currentTimeMillis());
-            assertTrue(skew < 1200, "the clock was set on resume: " + skew + " ms off after 2.5 s paused");
+            long after = System.currentTimeMillis();
+            assertTrue(st.wallClockMillis() >= before - 100 && st.wallClockMillis() <= after + 100,
+                    "the clock was stepped by the pause on resume: " + (st.wallClockMillis() - before) + " ms off after"
+                    + " 2.5 s paused");
             List<String> log = host.vmLog();
             List<String> sinceStop = log.subList(log.lastIndexOf("qmp stop") + 1, log.size());
-            assertEquals(List.of("qmp cont", "control setclock"), sinceStop.subList(0, 2),
-                    "resumed, then the clock set, before the request: " + log);
+            assertEquals(List.of("qmp cont", "control step"), sinceStop.subList(0, 2),
+                    "resumed, then the clock stepped, before the request: " + log);
+            assertEquals(1, q.lastClock().orElseThrow().steps(), "the time it stood still was the step: " + q.lastClock());
             assertEquals(1, q.pauses());
             assertTrue(q.lastResume().toNanos() > 0);
 
@@ -77,7 +81,7 @@ class IdlePauseTest extends FakeQemuFixture {
 
     @Test
     void aSandboxThatCannotBeResumedIsLostAndNothingIsSent() throws Exception {
-        host.set("setclock", "silent");
+        host.set("step", "silent");
         try (QemuVmBackend backend = host.backend().templates(false).build()) {
             Sandbox s = backend.start(FakeQemuHost.config().idlePause(Duration.ofMillis(100))
                     .requestTimeout(Duration.ofSeconds(1)).build());
@@ -92,8 +96,41 @@ class IdlePauseTest extends FakeQemuFixture {
     }
 
     @Test
+    void aGuestWhoseClockCannotBeSteppedOnResumeIsLostAndSaysWhy() throws Exception {
+        for (String step : List.of("fail", "stuck")) {
+            host.set("step", step);
+            try (QemuVmBackend backend = host.backend().templates(false).build()) {
+                Sandbox s = backend.start(FakeQemuHost.config().idlePause(Duration.ofMillis(100)).build());
+                await().atMost(LONG).until(((QemuSandbox) s)::paused);
+                Thread.sleep(2000); // stuck: the clock stays the pause's, 2 s behind
+                SandboxLostException e = assertThrows(SandboxLostException.class, () -> s.echo(new byte[] {9}));
+                assertTrue(e.getMessage().contains(step.equals("fail") ? "step-failed" : "the guest's clock is still"),
+                        e.getMessage());
+                assertFalse(s.isAlive());
+                s.close();
+            }
+        }
+    }
+
+    @Test
+    void anImageWhoseInitPredatesStepHasItsClockSetToTheSecond() throws Exception {
+        host.set("step", "unknown");
+        try (QemuVmBackend backend = host.backend().templates(false).build();
+             Sandbox s = backend.start(FakeQemuHost.config().idlePause(Duration.ofMillis(100)).build())) {
+            await().atMost(LONG).until(((QemuSandbox) s)::paused);
+            Thread.sleep(2000);
+            WorkerStatus st = s.status();
+            assertTrue(Math.abs(System.currentTimeMillis() - st.wallClockMillis()) < 1200, "set to the second: "
+                    + (st.wallClockMillis() - System.currentTimeMillis()) + " ms off");
+            List<String> log = host.vmLog();
+            assertTrue(log.subList(log.lastIndexOf("qmp cont"), log.size()).contains("control setclock"), log::toString);
+            assertTrue(((QemuSandbox) s).lastClock().isEmpty());
+        }
+    }
+
+    @Test
     void anImageWhoseInitPredatesSetclockStillResumesWithTheClockOfItsPause() throws Exception {
-        host.set("setclock", "unknown");
+        host.set("step", "unknown").set("setclock", "unknown");
         try (QemuVmBackend backend = host.backend().templates(false).build();
              Sandbox s = backend.start(FakeQemuHost.config().idlePause(Duration.ofMillis(100)).build())) {
             await().atMost(LONG).until(((QemuSandbox) s)::paused);

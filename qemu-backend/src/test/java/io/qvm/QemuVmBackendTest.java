@@ -619,6 +619,54 @@ class QemuVmBackendTest extends FakeQemuFixture {
     }
 
     @Test
+    void aClonesClockSetLateIsMeasuredAndSteppedToTheHosts() throws Exception {
+        // restore's whole second reached the init 1.8 s late (a guest just resumed on a loaded host)
+        host.set("clockSetLagMillis", "1800");
+        try (QemuVmBackend backend = host.backend().build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            assertTrue(s.bootReport().restored(), s.bootReport()::toString);
+            long before = System.currentTimeMillis();
+            long guest = s.status().wallClockMillis();
+            long after = System.currentTimeMillis();
+            assertTrue(guest >= before - 100 && guest <= after + 100, "stepped: " + (guest - before) + " ms off");
+            List<String> log = host.vmLog();
+            List<String> clone = log.subList(log.lastIndexOf("control restore"), log.size());
+            assertEquals(List.of("control restore", "control step", "control step"), clone.subList(0, 3),
+                    "measured (step 0), then stepped, and the answer to the step says it is close: " + log);
+            assertTrue(s.bootReport().notes().stream().anyMatch(n -> n.contains("after 2 steps, stepped to the host's")),
+                    s.bootReport().notes()::toString);
+        }
+    }
+
+    @Test
+    @Tag("fault")
+    void aCloneWhoseClockCannotBeSteppedIsRefusedAndTheSandboxColdBoots() throws Exception {
+        for (String step : List.of("fail", "stuck")) {
+            host.set("step", step).set("clockSetLagMillis", "3000");
+            List<String> said = new java.util.concurrent.CopyOnWriteArrayList<>();
+            try (QemuVmBackend backend = host.backend().progress(said::add).build();
+                 Sandbox s = backend.start(FakeQemuHost.config().build())) {
+                assertFalse(s.bootReport().restored(), s.bootReport()::toString);
+                assertTrue(said.stream().anyMatch(l -> l.contains(step.equals("fail")
+                        ? "could not step the restored clone's clock" : "more than 1500 ms; refusing the clone")),
+                        said::toString);
+                assertEquals(1, backend.templateStore().list().size(), "the template is not to blame: it stays");
+            }
+        }
+    }
+
+    @Test
+    void aCloneOfAnImageWhoseInitCannotStepKeepsTheWholeSecondAndSaysSo() throws Exception {
+        host.set("step", "unknown");
+        try (QemuVmBackend backend = host.backend().build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            assertTrue(s.bootReport().restored(), s.bootReport()::toString);
+            assertTrue(s.bootReport().notes().stream().anyMatch(n -> n.contains("to the second: the image's init cannot"
+                    + " step it")), s.bootReport().notes()::toString);
+        }
+    }
+
+    @Test
     @Tag("fault")
     void aCloneWhoseInitCouldNotSetItsClockIsRefusedAndTheSandboxColdBoots() throws Exception {
         host.set("initClockOffSeconds", "30");

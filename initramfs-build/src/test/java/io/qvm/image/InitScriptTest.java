@@ -279,6 +279,21 @@ class InitScriptTest {
                 assertTrue(Files.readString(dir.resolve("date.log")).endsWith("-s @1700000500\n"));
                 assertEquals(looksBefore, Files.readAllLines(usleeps).size(), "setclock never waits for a reseed");
                 assertEquals(perlBefore, Files.readAllLines(dir.resolve("perl.log")), "setclock never reseeds");
+
+                // a step: the signed microseconds go to the one perl that reads and sets the clock
+                String stepped = sh.ask("step -1250000 k1");
+                assertEquals("stepped k1 clock=1700000500.000042", stepped);
+                assertTrue(ControlProtocol.steppedPattern().matcher(stepped).matches(), "the host reads it");
+                assertEquals("stepped k2 clock=1700000500.000042", sh.ask("step 0 k2"));
+                assertEquals("stepped k3 clock=1700000500.000042", sh.ask("step " + "9".repeat(
+                        ControlProtocol.MAX_STEP_DIGITS) + " k3"));
+                assertEquals(List.of("-1250000", "0", "9".repeat(ControlProtocol.MAX_STEP_DIGITS)),
+                        Files.readAllLines(dir.resolve("step.log")));
+                Files.writeString(dir.resolve("step.rc"), "5"); // clock_settime refused
+                assertEquals("error k4 step-failed", sh.ask("step 7 k4"));
+                Files.writeString(dir.resolve("step.rc"), "0");
+                assertEquals(perlBefore, Files.readAllLines(dir.resolve("perl.log")), "a step never reseeds");
+
                 assertEquals("pong x", sh.ask("ping x"));
                 assertEquals("pong " + "Z9".repeat(32), sh.ask("ping " + "Z9".repeat(32)));
                 String[][] bad = {
@@ -298,6 +313,13 @@ class InitScriptTest {
                     {"setclock 0 c2", "error c2 bad-command"},
                     {"setclock 1700000000 c3 " + "0".repeat(64), "error c3 bad-command"},
                     {"setclock x c4", "error c4 bad-command"},
+                    {"step 5", "error - bad-command"},
+                    {"step - s1", "error s1 bad-command"},
+                    {"step --5 s2", "error s2 bad-command"},
+                    {"step 1.5 s3", "error s3 bad-command"},
+                    {"step 1" + "0".repeat(ControlProtocol.MAX_STEP_DIGITS) + " s4", "error s4 bad-command"},
+                    {"step 5 s5 x", "error s5 bad-command"},
+                    {"step +5 s6", "error s6 bad-command"},
                     {"ping", "error - bad-command"},
                     {"ping " + "a".repeat(65), "error - bad-command"},
                     {"ping ../etc", "error - bad-command"},
@@ -358,6 +380,60 @@ class InitScriptTest {
         int status = p.waitFor();
         boolean root = "root".equals(System.getProperty("user.name"));
         assertEquals(root ? 0 : 3, status, "perl said: " + out);
+    }
+
+    /**
+     * The init's real {@code control_step} with this host's perl and clock, which it must never
+     * move: a step of 0 only reads the clock (proving the clock_gettime number and timespec layout
+     * against a real kernel: the answer is this host's clock to the microsecond); a step of 1 us
+     * runs without {@code CAP_SYS_TIME} (setpriv), so clock_settime is refused and it ends with
+     * status 5, which the loop answers as step-failed.
+     */
+    @Test
+    void theRealStepReadsTheClockThroughPerlAndFailsWithoutTheRightToSetIt(@TempDir Path dir) throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/bin/busybox")), "needs /bin/busybox");
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/perl")), "needs /usr/bin/perl");
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")), "needs /usr/bin/setpriv");
+        assumeTrue(List.of("amd64", "x86_64", "aarch64").contains(System.getProperty("os.arch")), "x86_64 or aarch64");
+        Files.writeString(dir.resolve("control.sh"), controlBlock());
+        long before = System.currentTimeMillis();
+        String[] read = runStep(dir, "0", List.of());
+        long after = System.currentTimeMillis();
+        assertEquals("0", read[1], read[0]);
+        assertTrue(ControlProtocol.steppedPattern().matcher("stepped t clock=" + read[0]).matches(), read[0]);
+        long millis = Math.round(Double.parseDouble(read[0]) * 1000);
+        assertTrue(millis >= before - 5 && millis <= after + 5, read[0] + " is not this host's clock, "
+                + before + ".." + after);
+        String[] refused = runStep(dir, "1", List.of("/usr/bin/setpriv", "--inh-caps=-sys_time",
+                "--bounding-set=-sys_time"));
+        assertEquals("5", refused[1], "clock_settime refused without CAP_SYS_TIME: " + refused[0]);
+    }
+
+    /**
+     * The image carries perl's binary alone (ImageBuilder), not one module or pragma: every perl
+     * program of the init must use builtins only (a {@code use integer} once made every step fail
+     * in the guest while this host's full perl ran it fine).
+     */
+    @Test
+    void thePerlOfTheInitUsesBuiltinsOnly() {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("perl -e '([^']*)'").matcher(INIT);
+        int programs = 0;
+        while (m.find()) {
+            programs++;
+            assertFalse(java.util.regex.Pattern.compile("\\b(use|no|require)\\s+[A-Za-z]|\\bdo\\s+['\"]")
+                    .matcher(m.group(1)).find(), "a module in the init's perl: " + m.group(1));
+        }
+        assertEquals(2, programs, "the reseed and the step");
+    }
+
+    private static String[] runStep(Path dir, String micros, List<String> prefix) throws Exception {
+        List<String> cmd = new ArrayList<>(prefix);
+        cmd.addAll(List.of("/bin/busybox", "sh", "-c", ". ./control.sh; control_step \"$1\"", "sh", micros));
+        ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true);
+        pb.environment().put("PATH", "/usr/bin:/bin");
+        Process p = pb.start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        return new String[] {out, Integer.toString(p.waitFor())};
     }
 
     /** End of input (the host end disconnected) is retried once a second, and a reconnect is served. */
@@ -428,7 +504,15 @@ class InitScriptTest {
                 "dmesg() { cat dmesg.txt; }",
                 "sleep() { echo \"$1\" >>sleep.log; command sleep \"$1\"; }",
                 "usleep() { echo \"$1\" >>usleep.log; command usleep \"$1\"; }",
-                "perl() { cat >>perl.log; return \"$(cat perl.rc)\"; }",
+                "perl() {",
+                "    if [ \"$#\" -eq 4 ]; then",
+                "        echo \"$4\" >>step.log",
+                "        rc=$(cat step.rc); [ \"$rc\" = 0 ] || return \"$rc\"",
+                "        printf '%s.000042' \"$(cat clock)\"",
+                "        return 0",
+                "    fi",
+                "    cat >>perl.log; return \"$(cat perl.rc)\"",
+                "}",
                 ". ./control.sh",
                 "ACPI_DEVICES=./acpi",
                 "type date | grep -q function || exit 97",
@@ -455,6 +539,8 @@ class InitScriptTest {
             Files.writeString(dir.resolve("usleep.log"), "");
             Files.writeString(dir.resolve("perl.log"), "");
             Files.writeString(dir.resolve("perl.rc"), "0");
+            Files.writeString(dir.resolve("step.log"), "");
+            Files.writeString(dir.resolve("step.rc"), "0");
             List<String> cmd = new ArrayList<>(List.of(BUSYBOX.toString(), "sh", "harness.sh"));
             if (fifo != null) {
                 Process mkfifo = new ProcessBuilder(BUSYBOX.toString(), "mkfifo", fifo.toString()).start();

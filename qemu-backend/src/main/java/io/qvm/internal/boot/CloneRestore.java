@@ -39,7 +39,10 @@ import java.util.function.Predicate;
  *     the host's into the guest kernel's input pool and reseeds its CRNG (an image with
  *     {@code crng_reseed}), and reports that, and, on a machine with a vmgenid device, that the
  *     kernel reseeded by itself after the VM fork. A reseed missing refuses the template, since
- *     all its clones would share randomness (adr/0006, adr/0012);
+ *     all its clones would share randomness (adr/0006, adr/0012). That clock is whole seconds and
+ *     late by the command's way in (a second and more on a loaded host): the host then measures
+ *     the offset and has the init step it away ({@link GuestControl#syncClock}); a guest clock
+ *     still certainly more than {@link GuestControl#MAX_CLOCK_SKEW} off refuses the clone;
  * <li>{@code worker-ready}: a fresh HELLO with a new nonce answered. Sent only after the reseed:
  *     the worker drains gVisor's entropy buffer on HELLO, and what refills it must come from
  *     the reseeded CRNG;
@@ -90,9 +93,10 @@ final class CloneRestore {
             GuestControl.Restored r = p.control().restore(Instant.ofEpochMilli(sent),
                     hostSeed ? Optional.of(GuestControl.freshSeed()) : Optional.empty(),
                     Deadlines.remaining(deadline, Duration.ofSeconds(20)));
-            phases.put("clock-set", Deadlines.since(startNanos));
             checkClock(r, sent, System.currentTimeMillis());
             checkReseed(r, p.vmgenid(), hostSeed);
+            Optional<GuestControl.Synced> synced = syncClock(p.control(), deadline);
+            phases.put("clock-set", Deadlines.since(startNanos));
             Hello hello = Hello.fresh(target.limits());
             Duration helloDeadline = Deadlines.remaining(deadline);
             CompletableFuture<Ready> handshake = CompletableFuture.supplyAsync(() -> {
@@ -108,7 +112,7 @@ final class CloneRestore {
             phases.put("status-checked", Deadlines.since(startNanos));
             check(template, status, freshRandom);
             QemuSandbox done = p.toSandbox(new BootReport(target.accel().accelerator().qemuName(), p.machine(),
-                    p.transport().kind(), phases, notes(earlier, target, template, ready, status, r),
+                    p.transport().kind(), phases, notes(earlier, target, template, ready, status, r, synced),
                     Optional.of(template.id())));
             p.say("restored from template " + template.id() + " in " + phases.get("worker-ready").toMillis() + " ms");
             return done;
@@ -140,6 +144,32 @@ final class CloneRestore {
                     + " (when the host sent the time .. read the answer) by more than " + slack + " ms; refusing the"
                     + " clone");
         }
+    }
+
+    /**
+     * Steps the guest's clock to the host's ({@link GuestControl#syncClock}); empty from an init
+     * older than {@code step}, whose clone keeps the whole second {@code restore} set.
+     *
+     * @throws SandboxException the init could not step it, or it is still certainly more than
+     *     {@link GuestControl#MAX_CLOCK_SKEW} off
+     */
+    static Optional<GuestControl.Synced> syncClock(GuestControl control, long deadline) throws IOException,
+            InterruptedException {
+        GuestControl.Synced s;
+        try {
+            s = control.syncClock(0, Deadlines.remaining(deadline, Duration.ofSeconds(20)));
+        } catch (GuestControl.Refused e) {
+            if (e.unknownCommand()) {
+                return Optional.empty();
+            }
+            throw new SandboxException("the guest init could not step the restored clone's clock (" + e.getMessage()
+                    + "); refusing the clone", e);
+        }
+        if (s.off(GuestControl.MAX_CLOCK_SKEW)) {
+            throw new SandboxException("the restored clone's clock is " + s + " from the host's, more than "
+                    + GuestControl.MAX_CLOCK_SKEW.toMillis() + " ms; refusing the clone");
+        }
+        return Optional.of(s);
     }
 
     /**
@@ -181,13 +211,14 @@ final class CloneRestore {
     }
 
     private static List<String> notes(List<String> earlier, StartPlan target, Template template, Ready ready,
-            WorkerStatus status, GuestControl.Restored r) {
+            WorkerStatus status, GuestControl.Restored r, Optional<GuestControl.Synced> synced) {
         List<String> notes = new ArrayList<>(earlier);
         target.accel().warning().ifPresent(notes::add);
         String reseeds = r.forks() > 0 && r.reseeded() ? "vmgenid and the host's seed"
                 : r.reseeded() ? "the host's seed" : "vmgenid";
-        notes.add("restored from template " + template.id() + " (" + template.mode().id() + "); guest clock set, the "
-                + "worker's " + (status.wallClockMillis() - System.currentTimeMillis()) + " ms from the host's at its "
+        notes.add("restored from template " + template.id() + " (" + template.mode().id() + "); guest clock set ("
+                + synced.map(c -> c + ", stepped to the host's").orElse("to the second: the image's init cannot step it")
+                + "), the worker's " + (status.wallClockMillis() - System.currentTimeMillis()) + " ms from the host's at its "
                 + "first STATUS (gVisor takes the set clock up within about a second), random bytes of its own (CRNG "
                 + "reseeded by " + reseeds + ")");
         notes.add("worker " + ready.version() + " capabilities " + ready.capabilities());

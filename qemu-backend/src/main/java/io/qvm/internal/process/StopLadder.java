@@ -105,9 +105,18 @@ public final class StopLadder {
                 LOG.log(Level.DEBUG, "stop step " + step.name() + " on pid " + target.pid() + " failed", e);
             }
             boolean actionFailed = !detail.isEmpty() && step.forceSignal() == null;
-            boolean gone = actionFailed || Thread.currentThread().isInterrupted()
-                    ? exited.isDone() // nothing was asked of the process: do not wait for it
-                    : waitFor(exited, step.waitAfter());
+            boolean gone;
+            if (actionFailed) {
+                gone = exited.isDone(); // nothing was asked of the process: do not wait for it
+            } else if (Thread.currentThread().isInterrupted()) {
+                // a caller in a hurry: no wait for a polite step, but SIGKILL is certain and quick,
+                // and is waited for all the same, so that an interrupted stop does not report (and
+                // leave behind) a process that was only a few milliseconds from gone
+                gone = Boolean.TRUE.equals(step.forceSignal()) ? waitUninterruptibly(exited, step.waitAfter())
+                        : exited.isDone();
+            } else {
+                gone = waitFor(exited, step.waitAfter());
+            }
             Duration took = Duration.between(started, Instant.now());
             results.add(new StopReport.StepResult(step.name(), gone, took, detail));
             if (gone) {
@@ -117,6 +126,18 @@ public final class StopLadder {
         }
         LOG.log(Level.WARNING, "pid {0} survived every stop step {1}", target.pid(), stepNames());
         return new StopReport(false, null, results);
+    }
+
+    /** {@link #waitFor}, the thread's interrupt set aside meanwhile and set again afterwards. */
+    private static boolean waitUninterruptibly(CompletableFuture<?> exited, Duration wait) {
+        boolean interrupted = Thread.interrupted();
+        try {
+            return waitFor(exited, wait);
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     private static boolean waitFor(CompletableFuture<?> exited, Duration wait) {

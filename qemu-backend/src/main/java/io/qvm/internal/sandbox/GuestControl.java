@@ -33,6 +33,8 @@ import java.util.regex.Pattern;
  *   init → host   restored &lt;token&gt; clock=&lt;s&gt; forks=&lt;n&gt; [reseeded=&lt;0|1&gt;]
  *   host → init   setclock &lt;epochSeconds&gt; &lt;token&gt;       set the wall clock only
  *   init → host   clockset &lt;token&gt; clock=&lt;s&gt;
+ *   host → init   step &lt;micros&gt; &lt;token&gt;             step the wall clock (0: read it)
+ *   init → host   stepped &lt;token&gt; clock=&lt;s&gt;.&lt;us&gt;
  *   host → init   ping &lt;token&gt;                        channel check
  *   init → host   pong &lt;token&gt;
  *   init → host   error &lt;token|-&gt; &lt;reason&gt;
@@ -51,6 +53,7 @@ public final class GuestControl implements AutoCloseable {
     private static final Pattern RESTORED = ControlProtocol.restoredPattern();
     private static final Pattern PONG = ControlProtocol.pongPattern();
     private static final Pattern CLOCK_SET = ControlProtocol.clockSetPattern();
+    private static final Pattern STEPPED = ControlProtocol.steppedPattern();
     private static final Pattern ERROR = ControlProtocol.errorPattern();
     private static final SecureRandom TOKENS = new SecureRandom();
     private static final Duration CONNECT_PAUSE = Duration.ofMillis(10);
@@ -153,6 +156,76 @@ public final class GuestControl implements AutoCloseable {
         String token = token();
         Matcher m = await(ControlProtocol.SET_CLOCK + " " + seconds + " " + token, token, CLOCK_SET, timeout);
         return Long.parseLong(m.group(2));
+    }
+
+    /**
+     * How far from the host's a guest's clock may certainly be after {@link #syncClock} (its offset
+     * beyond the exchange's own uncertainty) before the sandbox is refused or lost.
+     */
+    public static final Duration MAX_CLOCK_SKEW = Duration.ofMillis(1500);
+
+    /** {@link #syncClock} stops stepping once the guest is this close to the host (microseconds). */
+    static final long CLOSE_ENOUGH_MICROS = 10_000;
+    /** {@link #syncClock} exchanges at most this many {@code step}s. */
+    static final int MAX_STEPS = 3;
+
+    /**
+     * What {@link #syncClock} left: the guest's wall clock minus the host's at the last exchange
+     * ({@code offsetMicros}), measured to within {@code uncertaintyMicros} (half that exchange's
+     * round trip: the init read its clock at some moment of it), after {@code steps} exchanges.
+     */
+    public record Synced(long offsetMicros, long uncertaintyMicros, int steps) {
+
+        /** Whether the guest's clock is certainly more than {@code slack} from the host's. */
+        public boolean off(Duration slack) {
+            return Math.abs(offsetMicros) - uncertaintyMicros > slack.toNanos() / 1000;
+        }
+
+        @Override
+        public String toString() {
+            return (offsetMicros >= 0 ? "+" : "") + offsetMicros / 1000 + " ms ±" + uncertaintyMicros / 1000 + " ms"
+                    + " after " + steps + " step" + (steps == 1 ? "" : "s");
+        }
+    }
+
+    /**
+     * Brings the guest's wall clock to the host's, to within {@link #CLOSE_ENOUGH_MICROS} or the
+     * exchange's own uncertainty: {@code restore} and {@code setclock} set whole seconds, and the
+     * guest is behind by however long the command took to reach the init, a second and more on a
+     * loaded host right after a resume. The first exchange steps the clock by {@code firstStepMicros}
+     * (0 to only measure it; how long the VM was stopped, after a pause, when its clock stood still),
+     * and each answer gives the guest's clock right after the step; each further exchange steps away
+     * the offset the last one measured against the midpoint of its round trip, the init reading and
+     * setting in one process so that its own lateness does not count. At most {@link #MAX_STEPS}.
+     *
+     * @throws Refused with {@link Refused#unknownCommand()} from an init older than {@code step};
+     *     with {@link ControlProtocol#STEP_FAILED} if the guest could not read or set its clock
+     * @throws IOException no matching answer within {@code timeout} (for all exchanges), or the port closed
+     */
+    public Synced syncClock(long firstStepMicros, Duration timeout) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long step = firstStepMicros;
+        Synced last = null;
+        for (int n = 1; n <= MAX_STEPS; n++) {
+            String token = token();
+            long sent = nowMicros();
+            Matcher m = await(ControlProtocol.STEP + " " + step + " " + token, token, STEPPED,
+                    Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+            long answered = nowMicros();
+            long guest = Long.parseLong(m.group(2)) * 1_000_000 + Long.parseLong(m.group(3));
+            long uncertainty = (answered - sent + 1) / 2;
+            last = new Synced(guest - (sent + uncertainty), uncertainty, n);
+            if (Math.abs(last.offsetMicros()) <= Math.max(CLOSE_ENOUGH_MICROS, uncertainty)) {
+                break; // close, or closer than this channel can tell
+            }
+            step = -last.offsetMicros();
+        }
+        return last;
+    }
+
+    private static long nowMicros() {
+        Instant now = Instant.now();
+        return now.getEpochSecond() * 1_000_000 + now.getNano() / 1000;
     }
 
     /** Sends {@code ping} and waits for the matching {@code pong}. */

@@ -30,6 +30,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -58,9 +59,9 @@ import java.util.function.Consumer;
  * <p>A sandbox left without a request for {@link SandboxConfig#idlePause()} is paused (QMP
  * {@code stop}): an idle guest is not idle under TCG — its kernel's timers, the runsc sentry and
  * the worker JVM's housekeeping took a third of a host core per VM — while a paused one takes
- * none. The next request resumes it ({@code cont}) and first has the guest init set the wall
- * clock ({@link GuestControl#setClock}: the guest's clocks stood still while it was paused; its
- * randomness is its own already, nothing was copied). Closing a paused sandbox skips the GOODBYE rung:
+ * none. The next request resumes it ({@code cont}) and first has the guest init step the wall
+ * clock by as long as the VM stood still, then measure and step away what is left
+ * ({@link GuestControl#syncClock}; its randomness is its own already, nothing was copied). Closing a paused sandbox skips the GOODBYE rung:
  * nothing in the guest would read it.
  */
 public final class QemuSandbox implements Sandbox {
@@ -87,6 +88,8 @@ public final class QemuSandbox implements Sandbox {
     /** Guards {@link #paused} against {@link #stop}: a sandbox is paused only while not closed. */
     private final Object pauseLock = new Object();
     private boolean paused;
+    /** When the last idle pause's {@code stop} returned ({@link System#nanoTime}), under {@link #pauseLock}. */
+    private long pausedAtNanos;
     /**
      * Bumped each time the pause is armed again (under {@link #requestLock}, at the end of every
      * request): a pause task already running when it was re-armed finds it moved and does nothing.
@@ -95,6 +98,7 @@ public final class QemuSandbox implements Sandbox {
     private volatile java.util.concurrent.ScheduledFuture<?> pendingPause;
     private final java.util.concurrent.atomic.AtomicLong pauses = new java.util.concurrent.atomic.AtomicLong();
     private volatile Duration lastResume = Duration.ZERO;
+    private volatile GuestControl.Synced lastClock;
     /**
      * The console's size when the current request began: a request's failure carries only what
      * the guest printed since, so no earlier document's output reaches this caller.
@@ -194,6 +198,7 @@ public final class QemuSandbox implements Sandbox {
                 // request's cont is harmless on a running one
                 paused = true;
                 qmp.stop();
+                pausedAtNanos = System.nanoTime();
             }
             pauses.incrementAndGet();
             LOG.log(System.Logger.Level.DEBUG, "sandbox " + id + " paused after " + idlePause.toMillis()
@@ -213,28 +218,33 @@ public final class QemuSandbox implements Sandbox {
      * set the guest's wall clock. A VM that cannot be resumed is stopped and lost.
      */
     private void resumeIfPaused(String what, long deadlineNanos) {
+        long pausedAt;
         synchronized (pauseLock) {
             if (!paused) {
                 return;
             }
             paused = false;
+            pausedAt = pausedAtNanos;
         }
         long t0 = System.nanoTime();
         try {
             qmp.cont();
+            // the guest's clocks stood still from the stop to the cont (a stop that failed and left
+            // the VM running shows as an offset, measured and stepped away)
+            long stoodStill = Math.max(0, System.nanoTime() - pausedAt) / 1000;
             try {
                 // the request's deadline bounds its resume
-                control.setClock(java.time.Instant.now(), Duration.ofNanos(Math.max(1, deadlineNanos - System.nanoTime())));
+                GuestControl.Synced synced = control.syncClock(stoodStill,
+                        Duration.ofNanos(Math.max(1, deadlineNanos - System.nanoTime())));
+                if (synced.off(GuestControl.MAX_CLOCK_SKEW)) {
+                    throw new IOException("the guest's clock is still " + synced + " from the host's after the resume");
+                }
+                lastClock = synced;
             } catch (GuestControl.Refused r) {
                 if (!r.unknownCommand()) {
                     throw r;
                 }
-                // an image whose init predates setclock: the VM runs again, its clock is the pause's
-                if (OLD_INIT_SAID.compareAndSet(false, true)) {
-                    LOG.log(System.Logger.Level.WARNING, "the guest image's init does not know 'setclock' (an image"
-                            + " built before qvm could pause idle sandboxes): a resumed sandbox keeps the clock of its"
-                            + " pause. Rebuild the image (qvm image build) to have it set");
-                }
+                setClockOldInit(deadlineNanos);
             }
             lastResume = Duration.ofNanos(System.nanoTime() - t0);
         } catch (io.qvm.internal.qmp.QmpException | IOException | RuntimeException e) {
@@ -250,6 +260,23 @@ public final class QemuSandbox implements Sandbox {
             Thread.currentThread().interrupt();
             stop(false);
             throw new SandboxException("interrupted while resuming sandbox " + id + "; it was stopped", e);
+        }
+    }
+
+    /** An image whose init predates {@code step}: whole seconds from {@code setclock}, or nothing before that. */
+    private void setClockOldInit(long deadlineNanos) throws IOException, InterruptedException {
+        try {
+            control.setClock(java.time.Instant.now(), Duration.ofNanos(Math.max(1, deadlineNanos - System.nanoTime())));
+        } catch (GuestControl.Refused r) {
+            if (!r.unknownCommand()) {
+                throw r;
+            }
+            // an image whose init predates setclock: the VM runs again, its clock is the pause's
+            if (OLD_INIT_SAID.compareAndSet(false, true)) {
+                LOG.log(System.Logger.Level.WARNING, "the guest image's init does not know 'setclock' (an image"
+                        + " built before qvm could pause idle sandboxes): a resumed sandbox keeps the clock of its"
+                        + " pause. Rebuild the image (qvm image build) to have it set");
+            }
         }
     }
 
@@ -270,6 +297,11 @@ public final class QemuSandbox implements Sandbox {
     /** How long the last resume took: {@code cont} and the clock set (zero before the first). */
     public Duration lastResume() {
         return lastResume;
+    }
+
+    /** How close the last resume brought the guest's clock to the host's (empty before one, or from an old init). */
+    public Optional<GuestControl.Synced> lastClock() {
+        return Optional.ofNullable(lastClock);
     }
 
     /** Whether the transport was dropped for something the worker sent (not a plain connection loss). */

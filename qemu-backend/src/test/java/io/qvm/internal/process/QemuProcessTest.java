@@ -145,6 +145,30 @@ class QemuProcessTest {
     }
 
     @Test
+    void anInterruptedStopSkipsThePoliteWaitsButWaitsOutTheKillAndKeepsTheInterrupt() throws Exception {
+        Path ready = tmp.resolve("ready");
+        QemuProcess p = start("sh", "-c", "trap '' TERM; touch '" + ready + "'; exec sleep 600");
+        await().atMost(LONG).until(() -> Files.exists(ready));
+        StopLadder ladder = StopLadder.builder()
+                .step("graceful", () -> { }, LONG)
+                .terminate(LONG)
+                .kill(LONG)
+                .build();
+        long t0 = System.nanoTime();
+        Thread.currentThread().interrupt(); // a pool closing, cancelling the thread that starts this VM
+        StopReport report;
+        try {
+            report = p.stop(ladder);
+        } finally {
+            assertTrue(Thread.interrupted(), "the caller's interrupt is kept");
+        }
+        assertTrue(report.exited(), "reported gone, not 'survived SIGKILL': " + report);
+        assertEquals("SIGKILL", report.stoppedBy());
+        assertTrue(System.nanoTime() - t0 < LONG.toNanos(), "no 30 s wait for a polite step");
+        assertFalse(p.isAlive());
+    }
+
+    @Test
     void failingGracefulStepFallsThroughToSigterm() throws Exception {
         QemuProcess p = start("sleep", "600");
         StopLadder ladder = StopLadder.builder()

@@ -197,6 +197,95 @@ class GuestControlTest {
         assertEquals(3, words.length, "no seed: " + init.received());
     }
 
+    /**
+     * A guest clock {@code offsetMicros} from this host's, which {@code step} moves, read
+     * {@code readLateMillis} after the command arrives (as a guest just resumed, or a slow perl,
+     * reads it late in the exchange); {@code moves} false: the steps are answered but do nothing.
+     */
+    private static Function<String, List<String>> guestClock(long[] offsetMicros, long readLateMillis, boolean moves) {
+        return cmd -> {
+            String[] w = cmd.split(" ");
+            try {
+                Thread.sleep(readLateMillis);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (moves) {
+                offsetMicros[0] += Long.parseLong(w[1]);
+            }
+            Instant now = Instant.now();
+            long g = now.getEpochSecond() * 1_000_000 + now.getNano() / 1000 + offsetMicros[0];
+            return List.of("stepped " + w[2] + " clock=" + g / 1_000_000 + "." + String.format("%06d", g % 1_000_000));
+        };
+    }
+
+    @Test
+    void syncClockMeasuresTheOffsetThenStepsItAway() throws Exception {
+        long[] offset = {-1_300_000};
+        connect(guestClock(offset, 0, true));
+        GuestControl.Synced s = control.syncClock(0, LONG);
+        List<String> sent = init.received();
+        assertEquals(2, sent.size(), "a measure, then a step: " + sent);
+        assertEquals("0", sent.get(0).split(" ")[1], "the first exchange only measures");
+        long step = Long.parseLong(sent.get(1).split(" ")[1]);
+        assertTrue(Math.abs(step - 1_300_000) < 20_000, "the step is the offset measured: " + sent);
+        assertEquals(2, s.steps());
+        assertTrue(Math.abs(offset[0]) < 20_000, "the guest is the host's to within the exchange: " + offset[0] + " us");
+        assertTrue(Math.abs(s.offsetMicros()) <= Math.max(GuestControl.CLOSE_ENOUGH_MICROS, s.uncertaintyMicros()), s::toString);
+        assertFalse(s.off(GuestControl.MAX_CLOCK_SKEW));
+    }
+
+    @Test
+    void theCallersFirstStepIsTakenAndOneExchangeIsEnoughWhenItWasRight() throws Exception {
+        long[] offset = {-2_500_000}; // a VM that stood still for 2.5 s
+        connect(guestClock(offset, 0, true));
+        GuestControl.Synced s = control.syncClock(2_500_000, LONG);
+        assertEquals(1, s.steps(), s::toString);
+        assertEquals("2500000", init.received().get(0).split(" ")[1]);
+        assertTrue(Math.abs(offset[0]) < 1000, offset[0] + " us");
+    }
+
+    @Test
+    void aClockReadLateInTheExchangeIsStillBroughtWithinItsUncertainty() throws Exception {
+        long[] offset = {-1_300_000};
+        connect(guestClock(offset, 200, true));
+        GuestControl.Synced s = control.syncClock(0, LONG);
+        assertTrue(s.uncertaintyMicros() >= 100_000, s::toString);
+        assertTrue(Math.abs(offset[0]) <= s.uncertaintyMicros() + 20_000, "within what the channel can tell: "
+                + offset[0] + " us, " + s);
+        assertFalse(s.off(GuestControl.MAX_CLOCK_SKEW), s::toString);
+    }
+
+    @Test
+    void aClockThatDoesNotMoveIsStillOffAfterTheLastStepAndSaysSo() throws Exception {
+        long[] offset = {-3_000_000};
+        connect(guestClock(offset, 0, false));
+        GuestControl.Synced s = control.syncClock(0, LONG);
+        assertEquals(GuestControl.MAX_STEPS, s.steps());
+        assertEquals(GuestControl.MAX_STEPS, init.received().size());
+        assertTrue(s.off(GuestControl.MAX_CLOCK_SKEW), s::toString);
+        assertTrue(s.offsetMicros() < -2_900_000, s::toString);
+    }
+
+    @Test
+    void aStepTheInitCouldNotMakeOrDoesNotKnowIsRefused() throws Exception {
+        connect(cmd -> List.of("error " + token(cmd) + " " + ControlProtocol.STEP_FAILED));
+        GuestControl.Refused r = assertThrows(GuestControl.Refused.class, () -> control.syncClock(0, LONG));
+        assertFalse(r.unknownCommand());
+        assertTrue(r.getMessage().contains("refused 'step': step-failed"), r.getMessage());
+        control.close();
+        init.close();
+        connect(cmd -> List.of("error " + token(cmd) + " unknown-command"));
+        assertTrue(assertThrows(GuestControl.Refused.class, () -> control.syncClock(0, LONG)).unknownCommand());
+    }
+
+    @Test
+    void aSteppedAnswerWithoutMicrosecondsIsNoAnswer() throws Exception {
+        connect(cmd -> List.of("stepped " + token(cmd) + " clock=1893456000", "stepped " + token(cmd) + " clock=1.5"));
+        IOException e = assertThrows(IOException.class, () -> control.syncClock(0, Duration.ofMillis(300)));
+        assertTrue(e.getMessage().contains("did not answer 'step' within"), e.getMessage());
+    }
+
     @Test
     void anInitThatDoesNotKnowAWordIsTold() throws Exception {
         connect(cmd -> List.of("error " + token(cmd) + " unknown-command"));

@@ -18,10 +18,19 @@ import java.util.regex.Pattern;
  *   host → init   setclock &lt;epochSeconds&gt; &lt;token&gt;       set the wall clock only (a paused
  *                 sandbox resumed: its randomness is its own already)
  *   init → host   clockset &lt;token&gt; clock=&lt;s&gt;
+ *   host → init   step &lt;micros&gt; &lt;token&gt;             step the wall clock by a signed number of
+ *                 microseconds (0: only read it), read and set in one process, so however late the
+ *                 command arrives the step is exact
+ *   init → host   stepped &lt;token&gt; clock=&lt;s&gt;.&lt;us&gt;   the clock right after the step
  *   host → init   ping &lt;token&gt;                        channel check
  *   init → host   pong &lt;token&gt;
- *   init → host   error &lt;token|-&gt; bad-command|unknown-command
+ *   init → host   error &lt;token|-&gt; bad-command|unknown-command|step-failed
  * </pre>
+ *
+ * <p>{@code restore} and {@code setclock} set whole seconds, and the guest is behind by however
+ * long the command took to reach the init (a second and more on a loaded host, right after a
+ * resume); the host then measures the offset and steps it away with {@code step} (GuestControl's
+ * syncClock).
  */
 public final class ControlProtocol {
 
@@ -29,6 +38,8 @@ public final class ControlProtocol {
     public static final String RESTORED = "restored";
     public static final String SET_CLOCK = "setclock";
     public static final String CLOCK_SET = "clockset";
+    public static final String STEP = "step";
+    public static final String STEPPED = "stepped";
     public static final String PING = "ping";
     public static final String PONG = "pong";
     public static final String ERROR = "error";
@@ -48,6 +59,10 @@ public final class ControlProtocol {
     public static final String BAD_COMMAND = "bad-command";
     /** Error reason: anything else. */
     public static final String UNKNOWN_COMMAND = "unknown-command";
+    /** Error reason: the init could not read or set the clock for a {@link #STEP}. */
+    public static final String STEP_FAILED = "step-failed";
+    /** The most digits of a {@link #STEP}'s microseconds, its sign aside (10^15 us: 31 years). */
+    public static final int MAX_STEP_DIGITS = 15;
     /** The longest token ({@code [A-Za-z0-9]}). */
     public static final int MAX_TOKEN = 64;
     /** The longest line the init accepts (characters); a longer one is a {@link #BAD_COMMAND}. */
@@ -67,6 +82,11 @@ public final class ControlProtocol {
     /** The init's answer to {@link #SET_CLOCK}: groups token, clock. */
     public static Pattern clockSetPattern() {
         return Pattern.compile(CLOCK_SET + " (" + TOKEN + ") " + CLOCK + "(\\d{1,18})");
+    }
+
+    /** The init's answer to {@link #STEP}: groups token, seconds, microseconds (six digits). */
+    public static Pattern steppedPattern() {
+        return Pattern.compile(STEPPED + " (" + TOKEN + ") " + CLOCK + "(\\d{1,12})\\.(\\d{6})");
     }
 
     /** The init's answer to {@link #PING}: group token. */
