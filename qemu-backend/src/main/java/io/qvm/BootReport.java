@@ -17,7 +17,7 @@ import java.util.Optional;
  * <p>A clone restored from a template ({@link #template()} present) has the host-side phases
  * {@code process-start}, {@code transport-connected}, {@code qmp-ready}, {@code state-loaded}
  * (the template's state restored, VM paused), {@code resumed}, {@code clock-set} (the guest init
- * set the clock and saw the CRNG reseed), {@code worker-ready} (a fresh HELLO answered) and
+ * set the clock and saw the CRNG reseed, and the host stepped the clock to its own), {@code worker-ready} (a fresh HELLO answered) and
  * {@code status-checked}; no guest phases (the guest did not boot).
  *
  * @param accelerator the accelerator the sandbox runs on, e.g. {@code tcg}

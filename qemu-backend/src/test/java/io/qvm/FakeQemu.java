@@ -551,8 +551,12 @@ public final class FakeQemu {
                 out.flush();
                 continue;
             }
-            if (w[0].equals(ControlProtocol.STEP) && !"stuck".equals(behaviour)) {
-                stepGuestClock(Long.parseLong(w[1]));
+            if (w[0].equals(ControlProtocol.STEP)) {
+                Files.writeString(dir.resolve("steps"), w[1] + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+                        StandardOpenOption.APPEND);
+                if (!"stuck".equals(behaviour)) {
+                    stepGuestClock(Long.parseLong(w[1]));
+                }
             }
             if ((w[0].equals(ControlProtocol.RESTORE) || w[0].equals(ControlProtocol.SET_CLOCK)) && w.length >= 3) {
                 setGuestClock(Long.parseLong(w[1]));

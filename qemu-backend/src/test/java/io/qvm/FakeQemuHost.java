@@ -84,6 +84,12 @@ public final class FakeQemuHost {
         return Files.exists(f) ? Files.readAllLines(f) : java.util.List.of();
     }
 
+    /** The microseconds of every {@code step} the host sent the init, in order. */
+    public java.util.List<Long> steps() throws IOException {
+        Path f = root.resolve("steps");
+        return Files.exists(f) ? Files.readAllLines(f).stream().map(Long::parseLong).toList() : java.util.List.of();
+    }
+
     /** What the host did to the fake VMs, in order: {@code qmp <command>} and {@code control <verb>} lines. */
     public java.util.List<String> vmLog() throws IOException {
         Path f = root.resolve("vm.log");

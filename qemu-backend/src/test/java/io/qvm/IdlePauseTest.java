@@ -43,7 +43,8 @@ class IdlePauseTest extends FakeQemuFixture {
             List<String> sinceStop = log.subList(log.lastIndexOf("qmp stop") + 1, log.size());
             assertEquals(List.of("qmp cont", "control step"), sinceStop.subList(0, 2),
                     "resumed, then the clock stepped, before the request: " + log);
-            assertEquals(1, q.lastClock().orElseThrow().steps(), "the time it stood still was the step: " + q.lastClock());
+            long first = host.steps().get(0);
+            assertTrue(first >= 2_500_000 && first < 10_000_000, "the first step is how long it stood still: " + first);
             assertEquals(1, q.pauses());
             assertTrue(q.lastResume().toNanos() > 0);
 

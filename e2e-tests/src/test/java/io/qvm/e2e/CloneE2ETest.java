@@ -140,8 +140,8 @@ class CloneE2ETest {
             WorkerStatus c = two.status();
             E2e.log("status " + one.id() + ": " + a + "; " + two.id() + ": " + c);
             assertNotEquals(a.random(), c.random(), "two clones of one template read different bytes from /dev/urandom");
-            // The init sets the clone's clock in whole seconds; gVisor takes it up at its next calibration
-            // (about a second): then the worker's clock is the host's, give or take 2 s.
+            // The host steps the clone's clock to its own (to within a control round trip); gVisor takes it
+            // up at its next calibration (about a second): then the worker's clock is the host's, give or take 2 s.
             for (Sandbox s : List.of(one, two)) {
                 long since = System.nanoTime();
                 await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(200)).until(() -> {

@@ -428,7 +428,8 @@ class InitScriptTest {
 
     private static String[] runStep(Path dir, String micros, List<String> prefix) throws Exception {
         List<String> cmd = new ArrayList<>(prefix);
-        cmd.addAll(List.of("/bin/busybox", "sh", "-c", ". ./control.sh; control_step \"$1\"", "sh", micros));
+        cmd.addAll(List.of("/bin/busybox", "sh", "-c", ". ./control.sh; control_step \"$1\" \"$(uname -m)\"", "sh",
+                micros));
         ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true);
         pb.environment().put("PATH", "/usr/bin:/bin");
         Process p = pb.start();
@@ -506,6 +507,7 @@ class InitScriptTest {
                 "usleep() { echo \"$1\" >>usleep.log; command usleep \"$1\"; }",
                 "perl() {",
                 "    if [ \"$#\" -eq 4 ]; then",
+                "        [ -n \"$3\" ] || return 2",
                 "        echo \"$4\" >>step.log",
                 "        rc=$(cat step.rc); [ \"$rc\" = 0 ] || return \"$rc\"",
                 "        printf '%s.000042' \"$(cat clock)\"",

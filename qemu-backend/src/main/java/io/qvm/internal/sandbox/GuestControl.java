@@ -146,8 +146,8 @@ public final class GuestControl implements AutoCloseable {
 
     /**
      * Sets the guest's wall clock to {@code now} (whole seconds, rounded to the nearest) and
-     * nothing else, for a sandbox resumed after a pause: its clocks stood still while it was
-     * paused. Returns the guest's clock (epoch seconds) right after it was set.
+     * nothing else, for a sandbox resumed after a pause whose init does not know {@code step}
+     * ({@link #syncClock}): its clocks stood still while it was paused. Returns the guest's clock (epoch seconds) right after it was set.
      *
      * @throws IOException no matching answer within {@code timeout}, an error answer, or the port closed
      */
@@ -183,8 +183,8 @@ public final class GuestControl implements AutoCloseable {
 
         @Override
         public String toString() {
-            return (offsetMicros >= 0 ? "+" : "") + offsetMicros / 1000 + " ms ±" + uncertaintyMicros / 1000 + " ms"
-                    + " after " + steps + " step" + (steps == 1 ? "" : "s");
+            return (offsetMicros >= 0 ? "+" : "-") + Math.abs(offsetMicros) / 1000 + " ms ±" + uncertaintyMicros / 1000
+                    + " ms after " + steps + " step" + (steps == 1 ? "" : "s");
         }
     }
 
@@ -209,11 +209,11 @@ public final class GuestControl implements AutoCloseable {
         for (int n = 1; n <= MAX_STEPS; n++) {
             String token = token();
             long sent = nowMicros();
+            long sentNanos = System.nanoTime(); // the round trip by the monotonic clock: the wall clock may be stepped
             Matcher m = await(ControlProtocol.STEP + " " + step + " " + token, token, STEPPED,
                     Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
-            long answered = nowMicros();
+            long uncertainty = ((System.nanoTime() - sentNanos) / 1000 + 1) / 2;
             long guest = Long.parseLong(m.group(2)) * 1_000_000 + Long.parseLong(m.group(3));
-            long uncertainty = (answered - sent + 1) / 2;
             last = new Synced(guest - (sent + uncertainty), uncertainty, n);
             if (Math.abs(last.offsetMicros()) <= Math.max(CLOSE_ENOUGH_MICROS, uncertainty)) {
                 break; // close, or closer than this channel can tell

@@ -88,8 +88,12 @@ public final class QemuSandbox implements Sandbox {
     /** Guards {@link #paused} against {@link #stop}: a sandbox is paused only while not closed. */
     private final Object pauseLock = new Object();
     private boolean paused;
-    /** When the last idle pause's {@code stop} returned ({@link System#nanoTime}), under {@link #pauseLock}. */
+    /**
+     * When the last idle pause's {@code stop} returned ({@link System#nanoTime}), and whether it
+     * did (a stop that failed leaves {@link #paused} set, and this unconfirmed), under {@link #pauseLock}.
+     */
     private long pausedAtNanos;
+    private boolean stopConfirmed;
     /**
      * Bumped each time the pause is armed again (under {@link #requestLock}, at the end of every
      * request): a pause task already running when it was re-armed finds it moved and does nothing.
@@ -197,8 +201,10 @@ public final class QemuSandbox implements Sandbox {
                 // paused first: a stop that timed out may still have stopped the VM, and the next
                 // request's cont is harmless on a running one
                 paused = true;
+                stopConfirmed = false;
                 qmp.stop();
                 pausedAtNanos = System.nanoTime();
+                stopConfirmed = true;
             }
             pauses.incrementAndGet();
             LOG.log(System.Logger.Level.DEBUG, "sandbox " + id + " paused after " + idlePause.toMillis()
@@ -219,19 +225,21 @@ public final class QemuSandbox implements Sandbox {
      */
     private void resumeIfPaused(String what, long deadlineNanos) {
         long pausedAt;
+        boolean confirmed;
         synchronized (pauseLock) {
             if (!paused) {
                 return;
             }
             paused = false;
             pausedAt = pausedAtNanos;
+            confirmed = stopConfirmed;
         }
         long t0 = System.nanoTime();
         try {
             qmp.cont();
-            // the guest's clocks stood still from the stop to the cont (a stop that failed and left
-            // the VM running shows as an offset, measured and stepped away)
-            long stoodStill = Math.max(0, System.nanoTime() - pausedAt) / 1000;
+            // the guest's clocks stood still from the stop to the cont; after a stop that failed
+            // (the VM may have run all along) nothing is assumed: the first step only measures
+            long stoodStill = confirmed ? Math.max(0, System.nanoTime() - pausedAt) / 1000 : 0;
             try {
                 // the request's deadline bounds its resume
                 GuestControl.Synced synced = control.syncClock(stoodStill,

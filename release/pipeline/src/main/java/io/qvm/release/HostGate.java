@@ -64,7 +64,10 @@ import java.util.stream.Stream;
  */
 public final class HostGate implements ReleaseGate {
 
-    /** How far a clone's clock may be from the host's: the init sets it in whole seconds. */
+    /**
+     * How far a clone's clock may be from the host's: the host steps it to within its control
+     * exchange's round trip (GuestControl.syncClock), and gVisor's clock follows within a second.
+     */
     static final long CLOCK_SLACK_MILLIS = 2_000;
     /** How long a restored clone's worker may take to show the clock the init set (gVisor: about a second). */
     static final long CLOCK_TAKEN_UP_MILLIS = 15_000;
