@@ -78,9 +78,11 @@ class ReleaseE2ETest {
                 tmp.resolve("silent-worker.jar"));
         HostGate.Options d = HostGate.Options.defaults();
         // A worker that never answers would also never finish the warm-up that lists its classes:
-        // no class archive, so the boot deadline is the gate's and nothing else's.
+        // no class archive, so the boot deadline is the gate's and nothing else's. 45 s: the silent
+        // worker's JVM printed its line within a 25 s deadline here (tried once, 2026-12-06); the test
+        // asserts that the line came, so a deadline that ends the boot before the worker fails it.
         HostGate.Options quick = new HostGate.Options(() -> d.backends().get().classArchives(false),
-                SandboxConfig.builder().bootTimeout(Duration.ofSeconds(60)).build(), d.crossConfig(), d.stopTimeout(),
+                SandboxConfig.builder().bootTimeout(Duration.ofSeconds(45)).build(), d.crossConfig(), d.stopTimeout(),
                 d.fullSuite(), d.runtimeRoot(), false);
         Release.Result r = Release.builder().archs(List.of(HOST)).reproduce(false).install(false).workerJar(silent).outDir(out)
                 .mavenRepository(repo).gate(new HostGate(quick)).progress(ReleaseE2ETest::log).build().run();
