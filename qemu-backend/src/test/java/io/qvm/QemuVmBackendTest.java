@@ -635,7 +635,8 @@ class QemuVmBackendTest extends FakeQemuFixture {
                     "measured (step 0), then stepped: " + log);
             List<Long> steps = host.steps();
             assertEquals(0L, steps.get(0), "the first step only measures: " + steps);
-            assertTrue(Math.abs(steps.get(1) - 1_800_000) < 300_000, "the second is the offset measured: " + steps);
+            // restore sets whole seconds, rounded to the nearest: the guest is off by the lag ± 0.5 s, plus transit
+            assertTrue(Math.abs(steps.get(1) - 1_800_000) < 800_000, "the second is the offset measured: " + steps);
             assertTrue(s.bootReport().notes().stream().anyMatch(n -> n.matches(".*after [23] steps, stepped to the "
                     + "host's.*")), s.bootReport().notes()::toString);
         }
