@@ -98,6 +98,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *  setclock=unknown      … answers it as an unknown command (an init older than the word)
  *  step=silent|unknown   the same for {@code step}; step=fail: it answers step-failed (the clock could
  *                        not be read or set); step=stuck: it answers, but the clock does not move
+ *  restore=fail          the init answers restore-failed (its clock could not be set or read)
  *  clockSetLagMillis=N   restore and setclock set the guest clock N ms behind what was sent (the command
  *                        took that long to reach the init, a guest just resumed on a loaded host)
  * </pre>
@@ -540,13 +541,15 @@ public final class FakeQemu {
             String[] w = line.split(" ");
             log("control " + w[0]);
             String behaviour = w[0].equals(ControlProtocol.SET_CLOCK) ? scenario.getProperty("setclock")
-                    : w[0].equals(ControlProtocol.STEP) ? scenario.getProperty("step") : null;
+                    : w[0].equals(ControlProtocol.STEP) ? scenario.getProperty("step")
+                    : w[0].equals(ControlProtocol.RESTORE) ? scenario.getProperty("restore") : null;
             if ("silent".equals(behaviour)) {
                 continue;
             }
             if ("unknown".equals(behaviour) || "fail".equals(behaviour)) {
-                out.write((ControlProtocol.ERROR + " " + w[2] + " " + ("fail".equals(behaviour)
-                        ? ControlProtocol.STEP_FAILED : ControlProtocol.UNKNOWN_COMMAND) + "\n")
+                String reason = !"fail".equals(behaviour) ? ControlProtocol.UNKNOWN_COMMAND
+                        : w[0].equals(ControlProtocol.RESTORE) ? ControlProtocol.RESTORE_FAILED : ControlProtocol.STEP_FAILED;
+                out.write((ControlProtocol.ERROR + " " + w[2] + " " + reason + "\n")
                         .getBytes(StandardCharsets.UTF_8));
                 out.flush();
                 continue;

@@ -644,16 +644,19 @@ class QemuVmBackendTest extends FakeQemuFixture {
 
     @Test
     @Tag("fault")
-    void aCloneWhoseClockCannotBeSteppedIsRefusedAndTheSandboxColdBoots() throws Exception {
-        for (String step : List.of("fail", "stuck")) {
-            host.set("step", step).set("clockSetLagMillis", "3000");
+    void aCloneWhoseClockCannotBeSetOrSteppedIsRefusedAndTheSandboxColdBoots() throws Exception {
+        String[][] cases = {
+            {"step", "fail", "could not step the restored clone's clock"},
+            {"step", "stuck", "from the host's, more than 1500 ms"},
+            {"restore", "fail", "the guest init refused 'restore': restore-failed"},
+        };
+        for (String[] c : cases) {
+            host.set("step", "ok").set("restore", "ok").set(c[0], c[1]).set("clockSetLagMillis", "3000");
             List<String> said = new java.util.concurrent.CopyOnWriteArrayList<>();
             try (QemuVmBackend backend = host.backend().progress(said::add).build();
                  Sandbox s = backend.start(FakeQemuHost.config().build())) {
                 assertFalse(s.bootReport().restored(), s.bootReport()::toString);
-                assertTrue(said.stream().anyMatch(l -> l.contains(step.equals("fail")
-                        ? "could not step the restored clone's clock" : "from the host's, more than 1500 ms")),
-                        said::toString);
+                assertTrue(said.stream().anyMatch(l -> l.contains(c[2])), said::toString);
                 assertEquals(1, backend.templateStore().list().size(), "the template is not to blame: it stays");
             }
         }

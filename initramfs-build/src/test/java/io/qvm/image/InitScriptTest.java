@@ -3,6 +3,7 @@ package io.qvm.image;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -249,7 +250,8 @@ class InitScriptTest {
                         "random: crng init done\nrandom: crng reseeded due to virtual machine fork\n");
                 assertEquals("restored abc clock=1700000100 forks=1 reseeded=0", sh.answer(),
                         "the reseed that came while it waited");
-                assertEquals("-s @1700000000\n-s @1700000100\n", Files.readString(dir.resolve("date.log")));
+                assertEquals(List.of("1700000000", "1700000100"), Files.readAllLines(dir.resolve("set.log")),
+                        "the helper set each");
                 assertEquals("", Files.readString(dir.resolve("perl.log")), "no seed, no reseed");
 
                 // with the host's seed: perl's two ioctls get it, and no vmgenid device means no wait
@@ -276,11 +278,12 @@ class InitScriptTest {
                 String set = sh.ask("setclock 1700000500 c1");
                 assertEquals("clockset c1 clock=1700000500", set);
                 assertTrue(ControlProtocol.clockSetPattern().matcher(set).matches(), "the host reads it");
-                assertTrue(Files.readString(dir.resolve("date.log")).endsWith("-s @1700000500\n"));
+                assertEquals("-s @1700000500\n", Files.readString(dir.resolve("date.log")), "setclock keeps date -s");
                 assertEquals(looksBefore, Files.readAllLines(usleeps).size(), "setclock never waits for a reseed");
                 assertEquals(perlBefore, Files.readAllLines(dir.resolve("perl.log")), "setclock never reseeds");
 
-                // a step: the signed microseconds go to the one perl that reads and sets the clock
+                // a step: the signed microseconds go to the helper, which reads and sets the clock
+                Files.writeString(dir.resolve("step.log"), "");
                 String stepped = sh.ask("step -1250000 k1");
                 assertEquals("stepped k1 clock=1700000500.000042", stepped);
                 assertTrue(ControlProtocol.steppedPattern().matcher(stepped).matches(), "the host reads it");
@@ -293,6 +296,14 @@ class InitScriptTest {
                 assertEquals("error k4 step-failed", sh.ask("step 7 k4"));
                 Files.writeString(dir.resolve("step.rc"), "0");
                 assertEquals(perlBefore, Files.readAllLines(dir.resolve("perl.log")), "a step never reseeds");
+
+                // the helper refuses to set the clock: the restore fails, and says so
+                Files.writeString(dir.resolve("set.rc"), "5");
+                assertEquals("error r1 restore-failed", sh.ask("restore 1700000600 r1 " + seed));
+                assertEquals(perlBefore, Files.readAllLines(dir.resolve("perl.log")), "nor reseeds after");
+                Files.writeString(dir.resolve("set.rc"), "0");
+                assertEquals(List.of(UNAME_M), Files.readAllLines(dir.resolve("helper.starts")),
+                        "one helper, started with the loop and told the architecture");
 
                 assertEquals("pong x", sh.ask("ping x"));
                 assertEquals("pong " + "Z9".repeat(32), sh.ask("ping " + "Z9".repeat(32)));
@@ -359,55 +370,106 @@ class InitScriptTest {
     }
 
     /**
-     * The init's real {@code control_reseed} with this host's perl: as root it reseeds this
-     * host's CRNG with a fresh seed (harmless: it only adds entropy) and succeeds, which proves
-     * the ioctl numbers and the {@code rand_pool_info} layout against a real kernel; as anyone
-     * else both ioctls need {@code CAP_SYS_ADMIN} and it ends with status 3 (RNDADDENTROPY refused).
+     * A helper that does not answer is given up on after {@code CONTROL_HELPER_WAIT}, the word
+     * fails, and the next word gets a fresh helper; a late answer of the old one is never taken
+     * for the new one's.
      */
     @Test
-    void theRealReseedIssuesBothIoctlsThroughPerl(@TempDir Path dir) throws Exception {
-        assumeTrue(Files.isExecutable(Path.of("/bin/busybox")), "needs /bin/busybox");
-        assumeTrue(Files.isExecutable(Path.of("/usr/bin/perl")), "needs /usr/bin/perl");
-        Files.writeString(dir.resolve("control.sh"), controlBlock());
-        byte[] seed = new byte[ControlProtocol.SEED_BYTES];
-        new java.security.SecureRandom().nextBytes(seed);
-        ProcessBuilder pb = new ProcessBuilder("/bin/busybox", "sh", "-c", ". ./control.sh; control_reseed \"$1\"",
-                "sh", java.util.HexFormat.of().formatHex(seed)).directory(dir.toFile())
-                .redirectErrorStream(true);
-        pb.environment().put("PATH", "/usr/bin:/bin");
-        Process p = pb.start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        int status = p.waitFor();
-        boolean root = "root".equals(System.getProperty("user.name"));
-        assertEquals(root ? 0 : 3, status, "perl said: " + out);
+    void aHelperThatDoesNotAnswerIsReplaced(@TempDir Path dir) throws Exception {
+        ShellLoop sh = ShellLoop.start(dir, null);
+        try {
+            assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+                Files.writeString(dir.resolve("clock"), "1700000000");
+                assertEquals("stepped a clock=1700000000.000042", sh.ask("step 0 a"));
+                Files.writeString(dir.resolve("helper.hang"), "");
+                assertEquals("error b step-failed", sh.ask("step 5 b"));
+                assertEquals("error c restore-failed", sh.ask("restore 1700000100 c"), "a restore fails closed");
+                Files.delete(dir.resolve("helper.hang"));
+                assertEquals("stepped d clock=1700000000.000042", sh.ask("step 0 d"));
+                assertEquals("pong e", sh.ask("ping e"));
+                assertEquals(3, Files.readAllLines(dir.resolve("helper.starts")).size(),
+                        "the first helper, one after each word it did not answer");
+                assertEquals(List.of("0", "0"), Files.readAllLines(dir.resolve("step.log")), "the hung helpers did nothing");
+            });
+        } finally {
+            sh.close();
+        }
     }
 
     /**
-     * The init's real {@code control_step} with this host's perl and clock, which it must never
-     * move: a step of 0 only reads the clock (proving the clock_gettime number and timespec layout
-     * against a real kernel: the answer is this host's clock to the microsecond); a step of 1 us
-     * runs without {@code CAP_SYS_TIME} (setpriv), so clock_settime is refused and it ends with
-     * status 5, which the loop answers as step-failed.
+     * The init's real helper with this host's perl, without {@code CAP_SYS_TIME} (setpriv), so it
+     * can never move this host's clock: a step of 0 reads the clock (proving the clock_gettime
+     * number and timespec layout against a real kernel: the answer is this host's clock to the
+     * microsecond); a step or a set is refused by clock_settime (status 5); as root the seed goes
+     * in through both ioctls (harmless: it only adds entropy; as anyone else RNDADDENTROPY is
+     * refused, status 3); /dev/kmsg is read to its end without blocking; malformed lines get 9 or,
+     * without an id, nothing.
      */
     @Test
-    void theRealStepReadsTheClockThroughPerlAndFailsWithoutTheRightToSetIt(@TempDir Path dir) throws Exception {
-        assumeTrue(Files.isExecutable(Path.of("/bin/busybox")), "needs /bin/busybox");
+    void theRealHelperReadsTheClockReseedsAndCountsWithoutTheRightToSetTheClock() throws Exception {
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/perl")), "needs /usr/bin/perl");
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")), "needs /usr/bin/setpriv");
-        assumeTrue(List.of("amd64", "x86_64", "aarch64").contains(System.getProperty("os.arch")), "x86_64 or aarch64");
-        Files.writeString(dir.resolve("control.sh"), controlBlock());
-        long before = System.currentTimeMillis();
-        String[] read = runStep(dir, "0", List.of());
-        long after = System.currentTimeMillis();
-        assertEquals("0", read[1], read[0]);
-        assertTrue(ControlProtocol.steppedPattern().matcher("stepped t clock=" + read[0]).matches(), read[0]);
-        long millis = Math.round(Double.parseDouble(read[0]) * 1000);
-        assertTrue(millis >= before - 5 && millis <= after + 5, read[0] + " is not this host's clock, "
-                + before + ".." + after);
-        String[] refused = runStep(dir, "1", List.of("/usr/bin/setpriv", "--inh-caps=-sys_time",
-                "--bounding-set=-sys_time"));
-        assertEquals("5", refused[1], "clock_settime refused without CAP_SYS_TIME: " + refused[0]);
+        assumeTrue(List.of("x86_64", "aarch64").contains(UNAME_M), "x86_64 or aarch64");
+        Process p = new ProcessBuilder("/usr/bin/setpriv", "--inh-caps=-sys_time", "--bounding-set=-sys_time",
+                "/usr/bin/perl", "-e", helperProgram(), UNAME_M).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        try (Writer in = new OutputStreamWriter(p.getOutputStream(), StandardCharsets.US_ASCII);
+             BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.US_ASCII))) {
+            assertTimeoutPreemptively(Duration.ofSeconds(30), () -> {
+                long before = System.currentTimeMillis();
+                String read = ask(in, out, "1 step 0");
+                long after = System.currentTimeMillis();
+                Matcher m = Pattern.compile("1 0 (\\d+\\.\\d{6})").matcher(read);
+                assertTrue(m.matches(), read);
+                assertTrue(ControlProtocol.steppedPattern().matcher("stepped t clock=" + m.group(1)).matches(), read);
+                long millis = Math.round(Double.parseDouble(m.group(1)) * 1000);
+                assertTrue(millis >= before - 5 && millis <= after + 5, read + " is not this host's clock, "
+                        + before + ".." + after);
+                assertEquals("2 5 ", ask(in, out, "2 step 1"), "clock_settime refused without CAP_SYS_TIME");
+                assertEquals("3 5 ", ask(in, out, "3 set 1700000000"));
+                byte[] seed = new byte[ControlProtocol.SEED_BYTES];
+                new java.security.SecureRandom().nextBytes(seed);
+                boolean root = "root".equals(System.getProperty("user.name"));
+                assertEquals(root ? "4 0 " : "4 3 ", ask(in, out, "4 seed " + java.util.HexFormat.of().formatHex(seed)));
+                String forks = ask(in, out, "5 forks");
+                assertTrue(forks.matches(Files.isReadable(Path.of("/dev/kmsg")) ? "5 0 \\d+" : "5 2 "), forks);
+                String[][] bad = {
+                    {"6 step 1.5", "6 9 "},
+                    {"7 step " + "1".repeat(16), "7 9 "},
+                    {"8 set 0", "8 9 "},
+                    {"9 seed " + "A".repeat(64), "9 9 "},
+                    {"10 forks 1", "10 9 "},
+                    {"11 step 0 0", "11 9 "},
+                    {"12 reboot", "12 9 "},
+                    {"13", "13 9 "},
+                };
+                for (String[] b : bad) {
+                    assertEquals(b[1], ask(in, out, b[0]), b[0]);
+                }
+                in.write("x step 0\n\n1234567890 step 0\n");
+                assertTrue(ask(in, out, "14 step 0").startsWith("14 0 "), "lines without an id go unanswered");
+            });
+        }
+        assertTrue(p.waitFor(10, TimeUnit.SECONDS), "it ends with its input");
+        assertEquals(0, p.exitValue());
     }
+
+    private static String ask(Writer in, BufferedReader out, String line) throws IOException {
+        in.write(line + "\n");
+        in.flush();
+        String a = out.readLine();
+        assertNotNull(a, "the helper ended");
+        return a;
+    }
+
+    /** The helper's perl program, as the init starts it. */
+    private static String helperProgram() {
+        Matcher m = Pattern.compile("perl -e '([^']*)'").matcher(controlBlock());
+        assertTrue(m.find(), "the helper's program");
+        return m.group(1);
+    }
+
+    private static final String UNAME_M = "amd64".equals(System.getProperty("os.arch")) ? "x86_64"
+            : System.getProperty("os.arch");
 
     /**
      * The image carries perl's binary alone (ImageBuilder), not one module or pragma: every perl
@@ -420,21 +482,10 @@ class InitScriptTest {
         int programs = 0;
         while (m.find()) {
             programs++;
-            assertFalse(java.util.regex.Pattern.compile("\\b(use|no|require)\\s+[A-Za-z]|\\bdo\\s+['\"]")
+            assertFalse(java.util.regex.Pattern.compile("\\b(use|no|require)\\s+[A-Za-z]|\\bdo\\s+['\"]|%!|\\$!\\{")
                     .matcher(m.group(1)).find(), "a module in the init's perl: " + m.group(1));
         }
-        assertEquals(2, programs, "the reseed and the step");
-    }
-
-    private static String[] runStep(Path dir, String micros, List<String> prefix) throws Exception {
-        List<String> cmd = new ArrayList<>(prefix);
-        cmd.addAll(List.of("/bin/busybox", "sh", "-c", ". ./control.sh; control_step \"$1\" \"$(uname -m)\"", "sh",
-                micros));
-        ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true);
-        pb.environment().put("PATH", "/usr/bin:/bin");
-        Process p = pb.start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        return new String[] {out, Integer.toString(p.waitFor())};
+        assertEquals(1, programs, "the control helper");
     }
 
     /** End of input (the host end disconnected) is retried once a second, and a reconnect is served. */
@@ -502,22 +553,31 @@ class InitScriptTest {
                 "        *) return 1 ;;",
                 "    esac",
                 "}",
-                "dmesg() { cat dmesg.txt; }",
                 "sleep() { echo \"$1\" >>sleep.log; command sleep \"$1\"; }",
                 "usleep() { echo \"$1\" >>usleep.log; command usleep \"$1\"; }",
+                // the helper: the real one's protocol over the same FIFOs, its kernel calls faked by files
                 "perl() {",
-                "    if [ \"$#\" -eq 4 ]; then",
-                "        [ -n \"$3\" ] || return 2",
-                "        echo \"$4\" >>step.log",
-                "        rc=$(cat step.rc); [ \"$rc\" = 0 ] || return \"$rc\"",
-                "        printf '%s.000042' \"$(cat clock)\"",
-                "        return 0",
-                "    fi",
-                "    cat >>perl.log; return \"$(cat perl.rc)\"",
+                "    [ \"$1\" = -e ] && [ -n \"$3\" ] || return 2",
+                "    echo \"$3\" >>helper.starts",
+                "    while read -r id op arg; do",
+                "        [ -e helper.hang ] && continue",
+                "        case \"$op\" in",
+                "            step) echo \"$arg\" >>step.log; rc=$(cat step.rc)",
+                "                if [ \"$rc\" = 0 ]; then echo \"$id 0 $(cat clock).000042\"; else echo \"$id $rc\"; fi ;;",
+                "            set) echo \"$arg\" >>set.log; rc=$(cat set.rc); [ \"$rc\" = 0 ] && echo \"$arg\" >clock",
+                "                echo \"$id $rc\" ;;",
+                "            seed) echo \"$arg\" >>perl.log; echo \"$id $(cat perl.rc)\" ;;",
+                "            forks) echo \"$id 0 $(grep -c 'crng reseeded due to virtual machine fork' dmesg.txt)\" ;;",
+                "            *) echo \"$id 9\" ;;",
+                "        esac",
+                "    done",
                 "}",
                 ". ./control.sh",
                 "ACPI_DEVICES=./acpi",
+                "CONTROL_DIR=.",
+                "CONTROL_HELPER_WAIT=1",
                 "type date | grep -q function || exit 97",
+                "type perl | grep -q function || exit 97",
                 "[ -z \"$1\" ] || exec <\"$1\"",
                 "control_loop",
                 "");
@@ -543,6 +603,9 @@ class InitScriptTest {
             Files.writeString(dir.resolve("perl.rc"), "0");
             Files.writeString(dir.resolve("step.log"), "");
             Files.writeString(dir.resolve("step.rc"), "0");
+            Files.writeString(dir.resolve("set.log"), "");
+            Files.writeString(dir.resolve("set.rc"), "0");
+            Files.writeString(dir.resolve("helper.starts"), "");
             List<String> cmd = new ArrayList<>(List.of(BUSYBOX.toString(), "sh", "harness.sh"));
             if (fifo != null) {
                 Process mkfifo = new ProcessBuilder(BUSYBOX.toString(), "mkfifo", fifo.toString()).start();
@@ -576,6 +639,7 @@ class InitScriptTest {
 
         @Override
         public void close() throws InterruptedException {
+            process.descendants().forEach(ProcessHandle::destroyForcibly); // the helper, in its subshell
             process.destroyForcibly();
             process.waitFor(10, TimeUnit.SECONDS);
         }

@@ -50,7 +50,7 @@ import java.util.function.Predicate;
  *     template reported (else the template is refused: its clones would share randomness). The
  *     worker's wall clock in it is noted, not waited for: gVisor's sentry takes up the clock the
  *     init set at its next calibration, about a second later (it is the guest kernel's clock, in
- *     the init's answer, that must be within {@link #MAX_CLOCK_SKEW} of the host's).
+ *     the init's answer, that must be within {@link #RESTORE_CLOCK_SLACK} of the host's).
  * </ol>
  *
  * A {@link TemplateException} blames the template (the caller deletes it); any other failure
@@ -63,7 +63,7 @@ final class CloneRestore {
      * kernel's clock, as the init reports it right after setting it, may be: the host sends whole
      * seconds rounded to the nearest, and the init answers in whole seconds, truncated.
      */
-    public static final Duration MAX_CLOCK_SKEW = Duration.ofMillis(1500);
+    static final Duration RESTORE_CLOCK_SLACK = Duration.ofMillis(1500);
 
     private CloneRestore() {
     }
@@ -130,13 +130,13 @@ final class CloneRestore {
 
     /**
      * The guest kernel's clock, right after the init set it, lies between when the host sent the
-     * time and when it read the answer (within {@link #MAX_CLOCK_SKEW}): the init set it to the
+     * time and when it read the answer (within {@link #RESTORE_CLOCK_SLACK}): the init set it to the
      * time sent, at some moment in between. On a loaded host that span is seconds (16 clones
      * restored at once here: 4-5.5 s), so the host's clock at the answer alone is no measure.
      */
     static void checkClock(GuestControl.Restored r, long sentMillis, long answeredMillis) {
         long guest = r.guestEpochSeconds() * 1000;
-        long slack = MAX_CLOCK_SKEW.toMillis();
+        long slack = RESTORE_CLOCK_SLACK.toMillis();
         if (guest < sentMillis - slack || guest > answeredMillis + slack) {
             throw new SandboxException("the guest init could not set the restored clone's clock: it says "
                     + java.time.Instant.ofEpochSecond(r.guestEpochSeconds()) + ", outside "

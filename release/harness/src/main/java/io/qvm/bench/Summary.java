@@ -47,6 +47,10 @@ final class Summary {
         row(md, "cold boot to READY", failedOr(r.path("coldBoot"), r.path("coldBoot").path("readyMillis").asLong() + " ms"));
         r.path("coldBoot").path("phases").fields().forEachRemaining(e ->
                 row(md, "&nbsp;&nbsp;cold boot phase `" + e.getKey() + "`", e.getValue().asLong() + " ms"));
+        if (!r.path("coldBootWithoutArchive").isMissingNode()) {
+            row(md, "cold boot to READY without the class archive (same run)", failedOr(r.path("coldBootWithoutArchive"),
+                    r.path("coldBootWithoutArchive").path("readyMillis").asLong() + " ms"));
+        }
         JsonNode t = r.path("templateBuild");
         row(md, "template build (boot + save)", t.has("failed") ? "failed: " + t.path("failed").asText() : t.path("wallMillis").asLong() + " ms (boot " + t.path("bootMillis")
                 .asLong() + " ms, save " + t.path("saveMillis").asLong() + " ms, " + t.path("mode").asText() + ", state "

@@ -36,6 +36,7 @@ class SummaryTest {
                 + "this run |"), "a skipped way is neither met nor missed: " + md);
         assertTrue(md.contains("| restore to READY / cold boot to READY | 0.04 | <= 0.05 (aim 0.02) | yes |"), md);
         assertTrue(md.contains("| cold boot to READY | 128428 ms |"), md);
+        assertFalse(md.contains("without the class archive"), "a run without that section has no row: " + md);
         assertTrue(md.contains("[5011,5331] ms"), md);
         assertTrue(md.contains("| host JVM, no isolation | skipped: " + why + " |"), md);
         assertTrue(md.contains("## Host memory\n\nskipped: " + why), md);
@@ -62,6 +63,19 @@ class SummaryTest {
         ObjectNode failed = JsonNodeFactory.instance.objectNode();
         failed.set("serveHttp", Bench.failed("BootFailedException: no"));
         assertTrue(Summary.markdown(failed).contains("## Over HTTP (qvm serve)\n\nfailed: BootFailedException: no"));
+    }
+
+    @Test
+    void theColdBootWithoutTheClassArchiveSitsBesideTheOneWithIt() {
+        ObjectNode r = JsonNodeFactory.instance.objectNode();
+        r.putObject("coldBoot").put("readyMillis", 38_083);
+        r.putObject("coldBootWithoutArchive").put("readyMillis", 54_618);
+        String md = Summary.markdown(r);
+        assertTrue(md.contains("| cold boot to READY | 38083 ms |\n"), md);
+        assertTrue(md.contains("| cold boot to READY without the class archive (same run) | 54618 ms |\n"), md);
+        r.set("coldBootWithoutArchive", Bench.failed("BootFailedException: no"));
+        assertTrue(Summary.markdown(r).contains("| cold boot to READY without the class archive (same run) | failed: "
+                + "BootFailedException: no |"));
     }
 
     @Test

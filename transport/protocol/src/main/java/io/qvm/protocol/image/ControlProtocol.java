@@ -61,6 +61,8 @@ public final class ControlProtocol {
     public static final String UNKNOWN_COMMAND = "unknown-command";
     /** Error reason: the init could not read or set the clock for a {@link #STEP}. */
     public static final String STEP_FAILED = "step-failed";
+    /** Error reason: the init could not set or read the clock for a {@link #RESTORE} (the clone is refused). */
+    public static final String RESTORE_FAILED = "restore-failed";
     /** The most digits of a {@link #STEP}'s microseconds, its sign aside (10^15 us: 31 years). */
     public static final int MAX_STEP_DIGITS = 15;
     /** The longest token ({@code [A-Za-z0-9]}). */
