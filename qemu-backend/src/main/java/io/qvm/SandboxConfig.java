@@ -83,6 +83,8 @@ public final class SandboxConfig {
     static final int MIN_TMP_MIB = 1;
     static final Duration MIN_IDLE_PAUSE = Duration.ofMillis(100);
     static final Duration MAX_IDLE_PAUSE = Duration.ofHours(1);
+    static final Duration MIN_FRAME_STALL = Duration.ofSeconds(1);
+    static final Duration MAX_FRAME_STALL = Duration.ofMinutes(30);
 
     private final int vcpus;
     private final int memoryMib;
@@ -98,6 +100,7 @@ public final class SandboxConfig {
     private final RunscPlatform runscPlatform;
     private final int guestTmpMib;
     private final Duration idlePause;
+    private final Duration frameStallTimeout;
 
     private SandboxConfig(Builder b) {
         this.vcpus = b.vcpus;
@@ -114,6 +117,7 @@ public final class SandboxConfig {
         this.runscPlatform = b.runscPlatform;
         this.guestTmpMib = b.guestTmpMib;
         this.idlePause = b.idlePause;
+        this.frameStallTimeout = b.frameStallTimeout;
     }
 
     /** A builder holding every default. */
@@ -208,6 +212,16 @@ public final class SandboxConfig {
     }
 
     /**
+     * How long a frame from the worker may stop arriving part-way (no byte of it for this long)
+     * before the sandbox is lost as a {@code PROTOCOL_VIOLATION}: a worker that sends a header and
+     * then nothing would otherwise hold its caller until the request's deadline, and one sandbox's
+     * connection for good between requests.
+     */
+    public Duration frameStallTimeout() {
+        return frameStallTimeout;
+    }
+
+    /**
      * The worker JVM's {@code -Xmx} in MiB ({@code qvm.xmx_mib}):
      * {@code memoryMib − }{@value #GUEST_OVERHEAD_MIB}{@code  − guestTmpMib}; {@code build()}
      * guarantees it is at least {@value #MIN_WORKER_HEAP_MIB}.
@@ -243,13 +257,15 @@ public final class SandboxConfig {
                 && transport == c.transport && maxRequestBytes == c.maxRequestBytes
                 && maxResponseBytes == c.maxResponseBytes && maxPixels == c.maxPixels
                 && maxSide == c.maxSide && maxPages == c.maxPages && runscPlatform == c.runscPlatform
-                && guestTmpMib == c.guestTmpMib && idlePause.equals(c.idlePause);
+                && guestTmpMib == c.guestTmpMib && idlePause.equals(c.idlePause)
+                && frameStallTimeout.equals(c.frameStallTimeout);
     }
 
     @Override
     public int hashCode() {
         return Objects.hash(vcpus, memoryMib, bootTimeout, requestTimeout, accelerator, transport,
-                maxRequestBytes, maxResponseBytes, maxPixels, maxSide, maxPages, runscPlatform, guestTmpMib, idlePause);
+                maxRequestBytes, maxResponseBytes, maxPixels, maxSide, maxPages, runscPlatform, guestTmpMib, idlePause,
+                frameStallTimeout);
     }
 
     @Override
@@ -259,7 +275,7 @@ public final class SandboxConfig {
                 + ", maxRequestBytes=" + maxRequestBytes + ", maxResponseBytes=" + maxResponseBytes
                 + ", maxPixels=" + maxPixels + ", maxSide=" + maxSide + ", maxPages=" + maxPages
                 + ", runscPlatform=" + runscPlatform + ", guestTmpMib=" + guestTmpMib + ", idlePause=" + idlePause
-                + ", workerHeapMib=" + workerHeapMib() + "}";
+                + ", frameStallTimeout=" + frameStallTimeout + ", workerHeapMib=" + workerHeapMib() + "}";
     }
 
     /**
@@ -282,6 +298,7 @@ public final class SandboxConfig {
         private RunscPlatform runscPlatform;
         private int guestTmpMib;
         private Duration idlePause;
+        private Duration frameStallTimeout;
 
         /** The one home of every default. */
         public Builder() {
@@ -299,6 +316,7 @@ public final class SandboxConfig {
             runscPlatform = RunscPlatform.SYSTRAP;
             guestTmpMib = 64;
             idlePause = Duration.ofSeconds(1);
+            frameStallTimeout = Duration.ofSeconds(30);
         }
 
         Builder(SandboxConfig c) {
@@ -316,6 +334,7 @@ public final class SandboxConfig {
             runscPlatform = c.runscPlatform;
             guestTmpMib = c.guestTmpMib;
             idlePause = c.idlePause;
+            frameStallTimeout = c.frameStallTimeout;
         }
 
         /** Virtual CPUs, 1..64. */
@@ -421,6 +440,13 @@ public final class SandboxConfig {
                         + ".." + human(MAX_IDLE_PAUSE));
             }
             this.idlePause = idlePause;
+            return this;
+        }
+
+        /** 1 s..30 min; see {@link SandboxConfig#frameStallTimeout()}. Default 30 s. */
+        public Builder frameStallTimeout(Duration frameStallTimeout) {
+            this.frameStallTimeout = checkDuration("frameStallTimeout", frameStallTimeout, MIN_FRAME_STALL,
+                    MAX_FRAME_STALL);
             return this;
         }
 

@@ -76,7 +76,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *  firstReply=EFFECT     the first request after READY is answered by a hostile worker:
  *                        garbage (1000 stray bytes, then the answer), wrong-id (the answer under
  *                        another id), twice (the answer, then the same answer again),
- *                        oversize (a reply above the response limit)
+ *                        oversize (a reply above the response limit), stall (10 bytes of a
+ *                        1000-byte reply, then nothing)
  *  flood=FILE            a guest that took over its init (or kernel) writes 1 MiB past the cap of
  *                        FILE (events or console), then goes quiet (a real one would not stop; this
  *                        one spares the test machine's disk when nothing stops it) …
@@ -330,6 +331,7 @@ public final class FakeQemu {
                 case "wrong-id" -> FakeWorker.Effect.wrongId(1);
                 case "twice" -> FakeWorker.Effect.answerTwice();
                 case "oversize" -> FakeWorker.Effect.replyWithBody((int) SandboxConfig.defaults().maxResponseBytes() + 1);
+                case "stall" -> FakeWorker.Effect.partialReply(1000, 10);
                 default -> throw new IllegalArgumentException("firstReply=" + first);
             });
         }

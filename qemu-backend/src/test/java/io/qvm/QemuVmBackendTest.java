@@ -345,12 +345,14 @@ class QemuVmBackendTest extends FakeQemuFixture {
     @org.junit.jupiter.params.provider.CsvSource({
             "garbage, bytes that are not frames",
             "wrong-id, which no request waits for (no request with that id was sent)",
-            "oversize, above the limit"})
+            "oversize, above the limit",
+            "stall, 10 of its 1000 bytes after the prefix arrived, then nothing for PT1S"})
     @Tag("security")
     void aWorkerThatSendsAnythingButTheAnswerLosesTheSandbox(String reply, String said) throws Exception {
         host.set("firstReply", reply);
         try (QemuVmBackend backend = host.backend().templates(false).build();
-             Sandbox s = backend.start(FakeQemuHost.config().requestTimeout(Duration.ofMinutes(2)).build())) {
+             Sandbox s = backend.start(FakeQemuHost.config().requestTimeout(Duration.ofMinutes(2))
+                     .frameStallTimeout(Duration.ofSeconds(1)).build())) {
             SandboxLostException e = assertThrows(SandboxLostException.class, () -> s.echo(new byte[] {1, 2}));
             assertEquals(SandboxLostException.Reason.PROTOCOL_VIOLATION, e.reason(), e.getMessage());
             assertTrue(e.getMessage().contains(said), e.getMessage());

@@ -30,6 +30,7 @@ class SandboxConfigTest {
         assertEquals(RunscPlatform.SYSTRAP, c.runscPlatform());
         assertEquals(64, c.guestTmpMib());
         assertEquals(Duration.ofSeconds(1), c.idlePause());
+        assertEquals(Duration.ofSeconds(30), c.frameStallTimeout());
         assertEquals(SandboxConfig.builder().build(), c);
     }
 
@@ -61,8 +62,11 @@ class SandboxConfigTest {
                 .requestTimeout(Duration.ofMillis(250)).accelerator(Accelerator.TCG)
                 .transport(TransportPreference.SERIAL).maxRequestBytes(4096).maxResponseBytes(8192).maxPixels(1000)
                 .maxSide(100).maxPages(7).runscPlatform(RunscPlatform.PTRACE).guestTmpMib(128)
-                .idlePause(Duration.ofSeconds(7)).build();
+                .idlePause(Duration.ofSeconds(7)).frameStallTimeout(Duration.ofSeconds(9)).build();
         assertEquals(c, c.newBuilder().build());
+        assertEquals(Duration.ofSeconds(9), c.newBuilder().build().frameStallTimeout());
+        assertNotEquals(c, c.newBuilder().frameStallTimeout(Duration.ofSeconds(10)).build());
+        assertTrue(c.toString().contains("frameStallTimeout=PT9S"), c::toString);
         assertEquals(Duration.ofSeconds(7), c.newBuilder().build().idlePause());
         assertNotEquals(c, c.newBuilder().idlePause(Duration.ZERO).build());
         assertEquals(c.hashCode(), c.newBuilder().build().hashCode());
@@ -88,6 +92,15 @@ class SandboxConfigTest {
                 b -> b.bootTimeout(Duration.ofMinutes(30).plusNanos(1)), "PT0.999S", "PT30M0.000000001S");
         assertRejected("bootTimeout", "null", b -> b.bootTimeout(null));
         assertRejected("bootTimeout", "PT-1S", b -> b.bootTimeout(Duration.ofSeconds(-1)));
+    }
+
+    @Test
+    void frameStallTimeoutBounds() {
+        bounds("frameStallTimeout", "1 s..30 min", b -> b.frameStallTimeout(Duration.ofSeconds(1)),
+                b -> b.frameStallTimeout(Duration.ofMinutes(30)), b -> b.frameStallTimeout(Duration.ofMillis(999)),
+                b -> b.frameStallTimeout(Duration.ofMinutes(30).plusMillis(1)), "PT0.999S", "PT30M0.001S");
+        assertRejected("frameStallTimeout", "null", b -> b.frameStallTimeout(null));
+        assertRejected("frameStallTimeout", "PT0S", b -> b.frameStallTimeout(Duration.ZERO));
     }
 
     @Test

@@ -36,6 +36,7 @@ import io.qvm.protocol.image.InitEvents;
 import io.qvm.protocol.image.KernelCommandLine;
 import io.qvm.transport.SandboxTransport;
 import io.qvm.transport.TransportException;
+import io.qvm.transport.netty.NettyIo;
 import io.qvm.transport.netty.SerialTransport;
 import io.qvm.transport.netty.VsockTransport;
 import io.qvm.transport.vsock.GuestCidAllocator;
@@ -229,9 +230,11 @@ public final class VmStart {
     private void connectTransport(GuestTransport t, long deadline) throws TransportException, InterruptedException {
         Limits limits = target.limits();
         Duration left = Deadlines.remaining(deadline);
+        Duration stall = target.config().frameStallTimeout();
         transport = t instanceof GuestTransport.Vsock v
-                ? VsockTransport.connect((int) v.guestCid(), v.port(), limits, left, qemu::isAlive)
-                : SerialTransport.connect(((GuestTransport.Serial) t).socket(), limits, left, qemu::isAlive);
+                ? VsockTransport.connect((int) v.guestCid(), v.port(), limits, left, qemu::isAlive, stall)
+                : SerialTransport.connect(((GuestTransport.Serial) t).socket(), limits, left, qemu::isAlive,
+                        NettyIo.best(), stall);
         phases.put("transport-connected", Deadlines.since(startNanos));
     }
 

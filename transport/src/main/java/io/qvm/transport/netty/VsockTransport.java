@@ -46,7 +46,17 @@ public final class VsockTransport {
      */
     public static SandboxTransport connect(int cid, int port, Limits limits, Duration deadline,
             BooleanSupplier peerAlive) throws TransportException, InterruptedException {
+        return connect(cid, port, limits, deadline, peerAlive, FrameDecoder.DEFAULT_STALL_TIMEOUT);
+    }
+
+    /**
+     * {@link #connect(int, int, Limits, Duration, BooleanSupplier)}, dropping the connection when
+     * a frame from the worker stalls for {@code frameStallTimeout} ({@link FrameDecoder}).
+     */
+    public static SandboxTransport connect(int cid, int port, Limits limits, Duration deadline,
+            BooleanSupplier peerAlive, Duration frameStallTimeout) throws TransportException, InterruptedException {
         Objects.requireNonNull(limits, "limits");
+        Objects.requireNonNull(frameStallTimeout, "frameStallTimeout");
         Objects.requireNonNull(peerAlive, "peerAlive");
         if (cid < 3) {
             throw new IllegalArgumentException("a guest CID is at least 3 (0-2 are reserved), was " + cid);
@@ -78,7 +88,7 @@ public final class VsockTransport {
                     connected = fd.finishConnect();
                 }
                 if (connected) {
-                    return adopt(KIND, fd, limits);
+                    return adopt(KIND, fd, limits, frameStallTimeout);
                 }
                 fd.close();
                 last = new IOException("connect still in progress at the deadline");
@@ -97,13 +107,13 @@ public final class VsockTransport {
      * Wraps an already connected stream socket (AF_VSOCK here; AF_UNIX in tests, which exercise
      * exactly this path) into an epoll channel with the transport pipeline.
      */
-    static SandboxTransport adopt(String kind, LinuxSocket connected, Limits limits) throws TransportException {
+    static SandboxTransport adopt(String kind, LinuxSocket connected, Limits limits, Duration frameStallTimeout)
+            throws TransportException {
         FrameDispatcher dispatcher = new FrameDispatcher(kind, limits);
         EventLoopGroup group = NettyIo.EPOLL.newGroup("qvm-" + kind);
         try {
             EpollDomainSocketChannel channel = new EpollDomainSocketChannel(null, connected);
-            FrameDecoder decoder = NettyLink.install(channel.pipeline(), dispatcher, limits,
-                    FrameDecoder.DEFAULT_STALL_TIMEOUT);
+            FrameDecoder decoder = NettyLink.install(channel.pipeline(), dispatcher, limits, frameStallTimeout);
             dispatcher.attach(new NettyLink(channel, group, decoder));
             group.register(channel).syncUninterruptibly();
             return dispatcher;

@@ -15,11 +15,15 @@ final class AdoptedUnix {
     }
 
     static SandboxTransport connect(Path socket, Limits limits) throws Exception {
+        return connect(socket, limits, FrameDecoder.DEFAULT_STALL_TIMEOUT);
+    }
+
+    static SandboxTransport connect(Path socket, Limits limits, Duration frameStallTimeout) throws Exception {
         LinuxSocket fd = LinuxSocket.newSocketDomain();
         if (!fd.connect(new DomainSocketAddress(socket.toFile()))) {
             await("the connection to " + socket).atMost(Duration.ofSeconds(60)).pollInSameThread()
                     .pollInterval(Duration.ofMillis(1)).until(fd::finishConnect);
         }
-        return VsockTransport.adopt(VsockTransport.KIND, fd, limits);
+        return VsockTransport.adopt(VsockTransport.KIND, fd, limits, frameStallTimeout);
     }
 }

@@ -411,6 +411,10 @@ class SandboxTransportTest {
                 transport = SerialTransport.connect(worker.socketPath(), limits, LONG, () -> true,
                         path == Path_.SERIAL_NIO ? NettyIo.NIO : NettyIo.EPOLL, stall);
             }
+            case VSOCK_ADOPTED_UNIX -> {
+                worker = FakeWorker.builder().unix(dir.resolve("w.sock"));
+                transport = AdoptedUnix.connect(worker.socketPath(), limits, stall);
+            }
             default -> throw new IllegalArgumentException(path + " takes no stall timeout");
         }
         transport.handshake(Hello.fresh(limits), LONG);
@@ -435,7 +439,7 @@ class SandboxTransportTest {
 
     /** ... and when the rest never comes, the connection is dropped with FRAME_STALLED. */
     @ParameterizedTest
-    @EnumSource(value = Path_.class, names = {"SERIAL_EPOLL", "SERIAL_NIO", "TCP"})
+    @EnumSource(value = Path_.class, names = {"SERIAL_EPOLL", "SERIAL_NIO", "TCP", "VSOCK_ADOPTED_UNIX"})
     @Tag("security")
     @Tag("fault")
     void aReplyThatStallsDropsTheConnectionWithATypedReason(Path_ path) throws Exception {
