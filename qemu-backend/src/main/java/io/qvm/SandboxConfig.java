@@ -316,7 +316,7 @@ public final class SandboxConfig {
             runscPlatform = RunscPlatform.SYSTRAP;
             guestTmpMib = 64;
             idlePause = Duration.ofSeconds(1);
-            frameStallTimeout = Duration.ofSeconds(30);
+            frameStallTimeout = io.qvm.transport.netty.FrameDecoder.DEFAULT_STALL_TIMEOUT; // one home: the decoder's
         }
 
         Builder(SandboxConfig c) {
