@@ -102,6 +102,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *  restore=fail          the init answers restore-failed (its clock could not be set or read)
  *  clockSetLagMillis=N   restore and setclock set the guest clock N ms behind what was sent (the command
  *                        took that long to reach the init, a guest just resumed on a loaded host)
+ *  pausedSpin=N          the first N QMP stops leave the process burning a core until the next cont (a
+ *                        QEMU whose main loop stayed awake through the pause)
  * </pre>
  */
 public final class FakeQemu {
@@ -125,6 +127,9 @@ public final class FakeQemu {
     private volatile String runState;
     private final AtomicReference<String> migration = new AtomicReference<>("none");
     private volatile boolean exiting;
+    /** QMP stops so far, and whether a busy thread now burns CPU in a VM that is stopped ({@code pausedSpin}). */
+    private final java.util.concurrent.atomic.AtomicInteger stops = new java.util.concurrent.atomic.AtomicInteger();
+    private volatile boolean spinning;
     /**
      * The guest's wall clock, as a real guest's behaves: it stands still while the VM is stopped
      * (QMP {@code stop} .. {@code cont}) and is set by the init's {@code setclock}/{@code restore}.
@@ -166,6 +171,25 @@ public final class FakeQemu {
                 stoppedSinceMillis = -1;
             }
         }
+    }
+
+    /**
+     * A main loop that stays awake in a stopped VM, as one QEMU pause in about twelve did here: a
+     * thread burns a core until the next {@code cont}.
+     */
+    private void spinInStop() {
+        spinning = true;
+        Thread t = new Thread(() -> {
+            long x = 0;
+            while (spinning) {
+                x += System.nanoTime() & 1;
+            }
+            if (x == 42) {
+                log("spun");
+            }
+        }, "paused-spin");
+        t.setDaemon(true);
+        t.start();
     }
 
     /** One line of what the host did to this VM, in order ({@code vm.log} next to the launcher). */
@@ -622,10 +646,14 @@ public final class FakeQemu {
                 case "cont" -> {
                     runState = "running";
                     vmStopped(false);
+                    spinning = false;
                 }
                 case "stop" -> {
                     runState = "paused";
                     vmStopped(true);
+                    if (stops.incrementAndGet() <= Integer.parseInt(scenario.getProperty("pausedSpin", "0"))) {
+                        spinInStop();
+                    }
                 }
                 case "query-migrate" -> ret.put("status", migration.get());
                 case "migrate" -> migrateOut(uri(cmd));

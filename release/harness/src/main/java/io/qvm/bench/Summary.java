@@ -150,6 +150,13 @@ final class Summary {
         md.append("| one idle clone | ").append(idle.path("RssKiB").asLong() / 1024).append(" MiB | ")
                 .append(idle.path("PssKiB").asLong() / 1024).append(" MiB | ").append(idle.path("ownKiB").asLong() / 1024)
                 .append(" MiB | ").append(idle.path("Private_CleanKiB").asLong() / 1024).append(" MiB |\n");
+        JsonNode warmed = m.path("warmedClone");
+        if (warmed.has("RssKiB")) {
+            md.append("| one clone warmed as a pool's is (canned renders) | ").append(warmed.path("RssKiB").asLong() / 1024)
+                    .append(" MiB | ").append(warmed.path("PssKiB").asLong() / 1024).append(" MiB | ")
+                    .append(warmed.path("ownKiB").asLong() / 1024).append(" MiB | ")
+                    .append(warmed.path("Private_CleanKiB").asLong() / 1024).append(" MiB |\n");
+        }
         JsonNode many = m.path("clonesAtOnce");
         int n = many.path("count").asInt(1);
         md.append("| ").append(n).append(" clones up at once, each (mean) | | ")

@@ -105,7 +105,10 @@ class SummaryTest {
         r.putObject("documentsPerMinute").putObject("oneClient").put("documents", 20).put("perMinute", 41.5)
                 .put("restored", 21).put("coldBooted", 0).set("latency", Bench.series(List.of(1_400_000_000L,
                         1_500_000_000L, 1_600_000_000L)));
-        ObjectNode many = r.putObject("memory").putObject("clonesAtOnce");
+        ObjectNode mem = r.putObject("memory");
+        mem.putObject("warmedClone").put("RssKiB", 300 << 10).put("PssKiB", 290 << 10).put("ownKiB", 165 << 10)
+                .put("Private_CleanKiB", 120 << 10);
+        ObjectNode many = mem.putObject("clonesAtOnce");
         many.put("requested", 8).put("count", 7).put("failed", 1).put("allReadyMillis", 13_100);
         many.putArray("errors").add("BootFailedException: sandbox not started: every restore failed");
         many.putArray("idleCpuPercentEach").add(0.0).add(0.4).add(3.0);
@@ -130,6 +133,8 @@ class SummaryTest {
         assertTrue(md.contains("8 clones started at once: 7 READY (1 failed: [\"BootFailedException: sandbox not "
                 + "started: every restore failed\"])"), md);
         assertTrue(md.contains("| 1 | 20 | 41.5 | 1500.00 / 1600.00 ms (3) | 21 / 0 |"), md);
+        assertTrue(md.contains("| one clone warmed as a pool's is (canned renders) | 300 MiB | 290 MiB | 165 MiB | 120 MiB |"),
+                md);
     }
 
     @Test
