@@ -76,6 +76,7 @@ public final class QemuVmBackend implements SandboxBackend {
     private final Consumer<String> progress;
     private final TemplateStore templates;
     private final ClassArchives classArchives;
+    private final io.qvm.internal.sandbox.QemuSandbox.PauseCheck pauseCheck;
     private final boolean useTemplates;
     private final Set<QemuSandbox> running = ConcurrentHashMap.newKeySet();
     private final ReapReport startupReap;
@@ -108,6 +109,7 @@ public final class QemuVmBackend implements SandboxBackend {
                 + "=off or the backend's classArchives(false))");
         this.qemuUser = b.qemuUser != null ? b.qemuUser : QemuUser.system(env);
         this.cgroupTree = b.cgroupTree != null ? b.cgroupTree : CgroupTree.system();
+        this.pauseCheck = b.pauseCheck;
         this.planner = new StartPlanner(b.hostProbe != null ? b.hostProbe : HostProbe.system(),
                 b.imageResolver != null ? b.imageResolver : ImageResolver.system(b.imageRoot),
                 ImageSignature.configured(b.imageKey, env), b.guestArch, b.useProbeCache, this::runAs, progress);
@@ -324,7 +326,8 @@ public final class QemuVmBackend implements SandboxBackend {
     // ---- what each VM runs under ---------------------------------------------------------------
 
     private VmStart.Context context() {
-        return new VmStart.Context(states, runtimeRoot, progress, running::remove, runAs(), cgroups(), classArchives);
+        return new VmStart.Context(states, runtimeRoot, progress, running::remove, runAs(), cgroups(), classArchives,
+                pauseCheck);
     }
 
     /**
@@ -376,6 +379,7 @@ public final class QemuVmBackend implements SandboxBackend {
         private boolean reapOnStart = true;
         private boolean useProbeCache = true;
         private HostProbe hostProbe;
+        private io.qvm.internal.sandbox.QemuSandbox.PauseCheck pauseCheck = io.qvm.internal.sandbox.QemuSandbox.PauseCheck.DEFAULT;
         private Path templateRoot;
         private int maxTemplates = TemplateStore.DEFAULT_MAX_TEMPLATES;
         private long maxTemplateBytes = TemplateStore.DEFAULT_MAX_BYTES;
@@ -559,6 +563,12 @@ public final class QemuVmBackend implements SandboxBackend {
          */
         Builder hostProbe(HostProbe probe) {
             this.hostProbe = Objects.requireNonNull(probe, "probe");
+            return this;
+        }
+
+        /** The check after each idle pause (default {@code PauseCheck.DEFAULT}; a fake QEMU's tests set their own). */
+        Builder pauseCheck(io.qvm.internal.sandbox.QemuSandbox.PauseCheck check) {
+            this.pauseCheck = Objects.requireNonNull(check, "check");
             return this;
         }
 

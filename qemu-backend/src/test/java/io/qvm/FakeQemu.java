@@ -129,7 +129,9 @@ public final class FakeQemu {
     private volatile boolean exiting;
     /** QMP stops so far, and whether a busy thread now burns CPU in a VM that is stopped ({@code pausedSpin}). */
     private final java.util.concurrent.atomic.AtomicInteger stops = new java.util.concurrent.atomic.AtomicInteger();
-    private volatile boolean spinning;
+    private final java.util.concurrent.atomic.AtomicInteger spinToken = new java.util.concurrent.atomic.AtomicInteger();
+    /** Where the spin's work goes, so that it is not optimized away. */
+    private volatile long spinSink;
     /**
      * The guest's wall clock, as a real guest's behaves: it stands still while the VM is stopped
      * (QMP {@code stop} .. {@code cont}) and is set by the init's {@code setclock}/{@code restore}.
@@ -178,15 +180,13 @@ public final class FakeQemu {
      * thread burns a core until the next {@code cont}.
      */
     private void spinInStop() {
-        spinning = true;
+        int token = spinToken.get();
         Thread t = new Thread(() -> {
             long x = 0;
-            while (spinning) {
+            while (spinToken.get() == token) {
                 x += System.nanoTime() & 1;
             }
-            if (x == 42) {
-                log("spun");
-            }
+            spinSink = x;
         }, "paused-spin");
         t.setDaemon(true);
         t.start();
@@ -646,7 +646,7 @@ public final class FakeQemu {
                 case "cont" -> {
                     runState = "running";
                     vmStopped(false);
-                    spinning = false;
+                    spinToken.incrementAndGet(); // any spin of the last stop ends
                 }
                 case "stop" -> {
                     runState = "paused";

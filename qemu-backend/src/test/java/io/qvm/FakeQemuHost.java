@@ -28,12 +28,6 @@ public final class FakeQemuHost {
     private static final java.util.List<String> PROBE_FILES = java.util.List.of("accel-help.txt", "machine-help.txt",
             "object-help.txt", "device-help.txt", "machine-q35-help.txt", "machine-microvm-help.txt", "qmp.txt");
 
-    static {
-        // A fake's JVM is not idle when just started (its JIT): the check after each idle pause is
-        // off for fakes, and IdlePauseTest turns it on where it is the subject.
-        io.qvm.internal.sandbox.QemuSandbox.pauseCheck(io.qvm.internal.sandbox.QemuSandbox.PauseCheck.OFF);
-    }
-
     private final Path root;
     private final Properties scenario = new Properties();
 
@@ -195,7 +189,9 @@ public final class FakeQemuHost {
         return QemuVmBackend.builder().hostProbe(new HostProbe("Linux", "amd64", locator, CommandRunner.system()))
                 .stateDirectory(stateRoot()).runtimeDirectory(runtimeRoot())
                 .templateDirectory(templateRoot()).classArchiveDirectory(root.resolve("class-archives")).useProbeCache(false).qemuUser(user)
-                .cgroups(io.qvm.internal.process.CgroupTree.at(cgroupRoot()));
+                .cgroups(io.qvm.internal.process.CgroupTree.at(cgroupRoot()))
+                // a fake's JVM is not idle when just started (its JIT): IdlePauseTest sets its own check
+                .pauseCheck(io.qvm.internal.sandbox.QemuSandbox.PauseCheck.OFF);
     }
 
     /** A config for this host: TCG (so no probe of /dev/kvm decides), deadlines that fit a test. */

@@ -168,8 +168,7 @@ class IdlePauseTest extends FakeQemuFixture {
     @Test
     void aPauseThatLeavesQemuBusyIsRedoneUntilItKeepsStill() throws Exception {
         host.set("pausedSpin", "2"); // the first two stops leave the fake burning a core
-        QemuSandbox.PauseCheck was = QemuSandbox.pauseCheck(FAKE_CHECK);
-        try (QemuVmBackend backend = host.backend().templates(false).build();
+        try (QemuVmBackend backend = host.backend().pauseCheck(FAKE_CHECK).templates(false).build();
              Sandbox s = backend.start(FakeQemuHost.config().idlePause(Duration.ofMillis(200)).build())) {
             QemuSandbox q = (QemuSandbox) s;
             await().atMost(LONG).until(() -> q.repauses() == 2);
@@ -190,17 +189,15 @@ class IdlePauseTest extends FakeQemuFixture {
             long first = host.steps().get(0);
             assertTrue(first >= 3_000_000, "the clock is stepped by the time it stood still, the redone pauses"
                     + " included: " + first + " µs");
-        } finally {
-            QemuSandbox.pauseCheck(was);
         }
     }
 
     @Test
     void aQemuThatStaysBusyWhilePausedIsLeftPausedAfterItsRetriesAndStillServes() throws Exception {
         host.set("pausedSpin", "1000");
-        QemuSandbox.PauseCheck was = QemuSandbox.pauseCheck(new QemuSandbox.PauseCheck(FAKE_CHECK.settle(), FAKE_CHECK.window(),
-                FAKE_CHECK.maxCpu(), 2));
-        try (QemuVmBackend backend = host.backend().templates(false).build();
+        QemuSandbox.PauseCheck twice = new QemuSandbox.PauseCheck(FAKE_CHECK.settle(), FAKE_CHECK.window(),
+                FAKE_CHECK.maxCpu(), 2);
+        try (QemuVmBackend backend = host.backend().pauseCheck(twice).templates(false).build();
              Sandbox s = backend.start(FakeQemuHost.config().idlePause(Duration.ofMillis(200)).build())) {
             QemuSandbox q = (QemuSandbox) s;
             await().atMost(LONG).until(() -> q.repauses() == 2);
@@ -209,9 +206,17 @@ class IdlePauseTest extends FakeQemuFixture {
             assertTrue(q.paused());
             assertArrayEquals(new byte[] {8}, s.echo(new byte[] {8}), "a request resumes it as usual");
             await().atMost(LONG).until(() -> q.pauses() == 2 && q.repauses() == 4); // a new pause, checked afresh
-        } finally {
-            QemuSandbox.pauseCheck(was);
         }
+    }
+
+    @Test
+    void aPauseCheckIsNeverNegative() {
+        assertThrows(IllegalArgumentException.class, () -> new QemuSandbox.PauseCheck(Duration.ofMillis(-1),
+                Duration.ofSeconds(1), Duration.ofMillis(1), 1));
+        assertThrows(IllegalArgumentException.class, () -> new QemuSandbox.PauseCheck(Duration.ZERO,
+                Duration.ofSeconds(1), Duration.ofMillis(-1), 1));
+        assertThrows(IllegalArgumentException.class, () -> new QemuSandbox.PauseCheck(Duration.ZERO,
+                Duration.ofSeconds(1), Duration.ofMillis(1), -1));
     }
 
     private static String last(List<String> l) {

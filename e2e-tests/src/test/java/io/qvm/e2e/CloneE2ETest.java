@@ -178,12 +178,15 @@ class CloneE2ETest {
             assertEquals(41, s.render(svg(1)).width());
             for (int round = 1; round <= 2; round++) {
                 await().atMost(Duration.ofSeconds(30)).until(q::paused);
-                Thread.sleep(1000);
+                // past the check after the pause (QemuSandbox.PauseCheck: 0.5 s, then 4 s), which redoes a
+                // pause that left QEMU busy
+                Thread.sleep(5500);
                 long pid = q.pid();
                 Duration before = ProcessHandle.of(pid).orElseThrow().info().totalCpuDuration().orElseThrow();
                 Thread.sleep(4000); // the guest's clocks stand still meanwhile (and 1 s before)
                 Duration after = ProcessHandle.of(pid).orElseThrow().info().totalCpuDuration().orElseThrow();
-                E2e.log("paused clone " + s.id() + ": " + after.minus(before).toMillis() + " ms of CPU in 4 s");
+                E2e.log("paused clone " + s.id() + ": " + after.minus(before).toMillis() + " ms of CPU in 4 s (pauses redone so"
+                        + " far: " + q.repauses() + ")");
                 assertTrue(after.minus(before).compareTo(Duration.ofMillis(400)) < 0,
                         "a paused VM runs nothing: " + after.minus(before).toMillis() + " ms of CPU in 4 s; its threads"
                         + " (user+system ticks): " + threads(pid));

@@ -96,8 +96,9 @@ public final class VmStart {
      */
     public record Context(StateDirectory states, Path runtimeRoot, Consumer<String> progress,
             Consumer<QemuSandbox> onClosed, Optional<QemuUser.Account> runAs, Optional<CgroupTree> cgroups,
-            ClassArchives archives) {
+            ClassArchives archives, QemuSandbox.PauseCheck pauseCheck) {
         public Context {
+            java.util.Objects.requireNonNull(pauseCheck, "pauseCheck");
             java.util.Objects.requireNonNull(runAs, "runAs");
             java.util.Objects.requireNonNull(cgroups, "cgroups");
             java.util.Objects.requireNonNull(archives, "archives");
@@ -359,7 +360,7 @@ public final class VmStart {
 
     private QemuSandbox sandbox(BootReport report, java.time.Duration idlePause) {
         return new QemuSandbox(new QemuSandbox.Parts(id, config, target.limits(), report, qemu, qmp, transport, state,
-                sockets, console, control, idlePause, extras), ctx.onClosed());
+                sockets, console, control, idlePause, ctx.pauseCheck(), extras), ctx.onClosed());
     }
 
     public String id() {

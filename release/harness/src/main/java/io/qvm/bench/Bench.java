@@ -549,8 +549,11 @@ public final class Bench {
         }
     }
 
-    /** After the idle pause, how long until the pause was checked (and redone if need be) and settled again. */
-    static final long PAUSE_CHECKED_MILLIS = 7000;
+    /**
+     * After the idle pause, how long until the pause was checked, redone if need be, and the redo
+     * checked too (QemuSandbox.PauseCheck.DEFAULT: 0.5 s, then 4 s, twice), with 2 s to spare.
+     */
+    static final long PAUSE_CHECKED_MILLIS = 11_000;
 
     private void memory(QemuVmBackend clones) throws Exception {
         ObjectNode m = out.putObject("memory");
@@ -597,7 +600,7 @@ public final class Bench {
             many.put("failed", o.clones() - up.size());
             many.put("allReadyMillis", millis(t0));
             many.put("restored", up.stream().filter(s -> s.bootReport().restored()).count());
-            // idle: paused, and each pause checked (QemuSandbox.PauseCheck: 0.5 s, then 4 s) by now
+            // idle: paused, and each pause checked by now
             Thread.sleep(config.idlePause().toMillis() + PAUSE_CHECKED_MILLIS);
             ArrayNode each = many.putArray("each");
             long pss = 0;
