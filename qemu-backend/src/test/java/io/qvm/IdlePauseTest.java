@@ -161,9 +161,9 @@ class IdlePauseTest extends FakeQemuFixture {
         }
     }
 
-    /** What the check after a pause allows, for a fake whose spin burns a whole core: 300 ms of CPU in 1 s. */
-    private static final QemuSandbox.PauseCheck FAKE_CHECK = new QemuSandbox.PauseCheck(Duration.ofMillis(200),
-            Duration.ofSeconds(1), Duration.ofMillis(300), 3);
+    /** What the check after a pause allows, for a fake whose spin burns a whole core: 150 ms of CPU in 0.5 s. */
+    private static final QemuSandbox.PauseCheck FAKE_CHECK = new QemuSandbox.PauseCheck(Duration.ofMillis(100),
+            Duration.ofMillis(500), Duration.ofMillis(150), 3);
 
     @Test
     void aPauseThatLeavesQemuBusyIsRedoneUntilItKeepsStill() throws Exception {
@@ -174,20 +174,19 @@ class IdlePauseTest extends FakeQemuFixture {
             await().atMost(LONG).until(() -> q.repauses() == 2);
             long pid = io.qvm.admin.BackendAdmin.qemuPid(s).orElseThrow();
             Duration a = ProcessHandle.of(pid).orElseThrow().info().totalCpuDuration().orElseThrow();
-            Thread.sleep(2500); // two more windows: the third stop keeps still, so nothing is redone
+            Thread.sleep(1500); // two more checks: the third stop keeps still, so nothing is redone
             Duration b = ProcessHandle.of(pid).orElseThrow().info().totalCpuDuration().orElseThrow();
             assertEquals(2, q.repauses(), "redone while it spun, and no more");
-            assertTrue(b.minus(a).toMillis() < 1000, "the fake keeps still after the last stop: " + b.minus(a));
+            assertTrue(b.minus(a).toMillis() < 750, "the fake keeps still after the last stop: " + b.minus(a));
             assertTrue(q.paused());
             assertEquals(1, q.pauses(), "one idle pause, redone twice");
             assertEquals(List.of("qmp stop", "qmp cont", "qmp stop", "qmp cont", "qmp stop"),
                     host.vmLog().subList(host.vmLog().indexOf("qmp stop"), host.vmLog().size()),
                     "each redo is a cont and a stop, and nothing else reached the guest");
 
-            Thread.sleep(500);
             assertArrayEquals(new byte[] {7}, s.echo(new byte[] {7}));
             long first = host.steps().get(0);
-            assertTrue(first >= 3_000_000, "the clock is stepped by the time it stood still, the redone pauses"
+            assertTrue(first >= 2_500_000, "the clock is stepped by the time it stood still, the redone pauses"
                     + " included: " + first + " µs");
         }
     }
@@ -201,7 +200,7 @@ class IdlePauseTest extends FakeQemuFixture {
              Sandbox s = backend.start(FakeQemuHost.config().idlePause(Duration.ofMillis(200)).build())) {
             QemuSandbox q = (QemuSandbox) s;
             await().atMost(LONG).until(() -> q.repauses() == 2);
-            Thread.sleep(3000); // past a third window: the retries are spent, it is left as it is
+            Thread.sleep(1500); // past two more checks' time: the retries are spent, it is left as it is
             assertEquals(2, q.repauses());
             assertTrue(q.paused());
             assertArrayEquals(new byte[] {8}, s.echo(new byte[] {8}), "a request resumes it as usual");
