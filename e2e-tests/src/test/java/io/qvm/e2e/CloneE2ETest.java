@@ -178,9 +178,9 @@ class CloneE2ETest {
             assertEquals(41, s.render(svg(1)).width());
             for (int round = 1; round <= 2; round++) {
                 await().atMost(Duration.ofSeconds(30)).until(q::paused);
-                // past the check after the pause (QemuSandbox.PauseCheck: 0.5 s, then 4 s), which redoes a
-                // pause that left QEMU busy
-                Thread.sleep(5500);
+                // past the check after the pause, which redoes a pause that left QEMU busy
+                io.qvm.internal.sandbox.QemuSandbox.PauseCheck check = io.qvm.internal.sandbox.QemuSandbox.PauseCheck.DEFAULT;
+                Thread.sleep(check.settle().plus(check.window()).plusSeconds(1).toMillis());
                 long pid = q.pid();
                 Duration before = ProcessHandle.of(pid).orElseThrow().info().totalCpuDuration().orElseThrow();
                 Thread.sleep(4000); // the guest's clocks stand still meanwhile (and 1 s before)

@@ -331,7 +331,7 @@ public final class QemuSandbox implements Sandbox {
         }
         try {
             synchronized (pauseLock) {
-                if (!(paused && stopConfirmed && !closed.get() && generation == idleGeneration && qemu.isAlive())) {
+                if (!stillPaused(generation) || !qemu.isAlive()) {
                     return;
                 }
                 long before = System.nanoTime();

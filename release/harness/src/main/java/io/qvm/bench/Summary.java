@@ -147,15 +147,10 @@ final class Summary {
         if (idle.has("unavailable")) {
             md.append("\n(not measured on this host: ").append(idle.path("unavailable").asText()).append(")\n");
         }
-        md.append("| one idle clone | ").append(idle.path("RssKiB").asLong() / 1024).append(" MiB | ")
-                .append(idle.path("PssKiB").asLong() / 1024).append(" MiB | ").append(idle.path("ownKiB").asLong() / 1024)
-                .append(" MiB | ").append(idle.path("Private_CleanKiB").asLong() / 1024).append(" MiB |\n");
+        memoryRow(md, "one idle clone", idle);
         JsonNode warmed = m.path("warmedClone");
         if (warmed.has("RssKiB")) {
-            md.append("| one clone warmed as a pool's is (canned renders) | ").append(warmed.path("RssKiB").asLong() / 1024)
-                    .append(" MiB | ").append(warmed.path("PssKiB").asLong() / 1024).append(" MiB | ")
-                    .append(warmed.path("ownKiB").asLong() / 1024).append(" MiB | ")
-                    .append(warmed.path("Private_CleanKiB").asLong() / 1024).append(" MiB |\n");
+            memoryRow(md, "one clone warmed as a pool's is (canned renders)", warmed);
         }
         JsonNode many = m.path("clonesAtOnce");
         int n = many.path("count").asInt(1);
@@ -194,5 +189,12 @@ final class Summary {
         }
         return String.format("%.2f / %.2f ms (%d)", s.path("p50Millis").asDouble(), s.path("p99Millis").asDouble(),
                 s.path("n").asInt());
+    }
+
+    /** A row of the memory table: {@code smaps}' RSS, PSS, own Private_Dirty and Private_Clean, in MiB. */
+    private static void memoryRow(StringBuilder md, String what, JsonNode smaps) {
+        md.append("| ").append(what).append(" | ").append(smaps.path("RssKiB").asLong() / 1024).append(" MiB | ")
+                .append(smaps.path("PssKiB").asLong() / 1024).append(" MiB | ").append(smaps.path("ownKiB").asLong() / 1024)
+                .append(" MiB | ").append(smaps.path("Private_CleanKiB").asLong() / 1024).append(" MiB |\n");
     }
 }
