@@ -28,11 +28,13 @@ final class QemuBackendAdmin implements BackendAdmin {
     private final StartPlanner planner;
     private final TemplateStore templates;
     private final Function<SandboxConfig, Template> buildTemplate;
+    private final Function<SandboxConfig, String> templateId;
     private final Supplier<ReapReport> reap;
     private final ReapReport startupReap;
 
     QemuBackendAdmin(StartPlanner planner, TemplateStore templates, Function<SandboxConfig, Template> buildTemplate,
-            Supplier<ReapReport> reap, ReapReport startupReap) {
+            Function<SandboxConfig, String> templateId, Supplier<ReapReport> reap, ReapReport startupReap) {
+        this.templateId = templateId;
         this.planner = planner;
         this.templates = templates;
         this.buildTemplate = buildTemplate;
@@ -70,7 +72,7 @@ final class QemuBackendAdmin implements BackendAdmin {
 
     @Override
     public String templateId(SandboxConfig config) {
-        return TemplateStarts.preferred(planner.plan(config)).key().id();
+        return templateId.apply(config);
     }
 
     @Override

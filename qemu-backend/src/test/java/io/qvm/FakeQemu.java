@@ -317,6 +317,12 @@ public final class FakeQemu {
         }
         FakeWorker.Builder script = FakeWorker.builder().answerHello(!dies && initError == null && !floodAtBoot
                 && !archiveWithoutEnd);
+        // renders are logged (ECHO and STATUS are not: tests read the host's QMP and control steps around them)
+        script.onRequest(f -> {
+            if (f.kind() == io.qvm.protocol.FrameKind.RENDER) {
+                log("worker RENDER " + f.body().length + " B");
+            }
+        });
         String stale = scenario.getProperty("staleBeforeReady");
         if (stale != null) {
             script.onConnect(FakeWorker.garbage(Integer.parseInt(stale), 11));

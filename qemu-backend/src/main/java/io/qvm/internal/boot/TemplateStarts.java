@@ -45,8 +45,12 @@ public final class TemplateStarts {
     /** Template id → the random bytes its recent clones reported (a repeat means shared randomness). */
     private final Map<String, Set<String>> cloneRandoms = new ConcurrentHashMap<>();
 
+    /** Whether template VMs are warmed before they are saved ({@link TemplateWarmUp}). */
+    private final boolean warmUp;
+
     public TemplateStarts(TemplateStore templates, Supplier<VmStart.Context> context, Consumer<String> progress,
-            Consumer<QemuSandbox> started, RestoreSlots restoreSlots) {
+            Consumer<QemuSandbox> started, RestoreSlots restoreSlots, boolean warmUp) {
+        this.warmUp = warmUp;
         this.templates = Objects.requireNonNull(templates, "templates");
         this.restoreSlots = Objects.requireNonNull(restoreSlots, "restoreSlots");
         this.context = Objects.requireNonNull(context, "context");
@@ -58,14 +62,15 @@ public final class TemplateStarts {
     public record Plan(TemplateKey key, TemplateMode mode, QemuCommandInput input, StartPlan start) {
     }
 
-    /** The template plan of {@code start} in {@code mode}. */
-    public static Plan plan(StartPlan start, TemplateMode mode) {
+    /** The template plan of {@code start} in {@code mode}, warmed or not as this backend's templates are. */
+    public Plan plan(StartPlan start, TemplateMode mode) {
         QemuCommandInput input = TemplateKey.placeholders(start.input(), mode, start.image()).build();
-        return new Plan(TemplateKey.of(input, mode, start.image(), start.qemu()), mode, input, start);
+        return new Plan(TemplateKey.of(input, mode, start.image(), start.qemu())
+                .withWarmUp(warmUp ? TemplateWarmUp.fingerprint() : "off"), mode, input, start);
     }
 
     /** The template mode sandboxes of {@code start} use here: shared RAM where it is possible and safe, else the full state. */
-    public static Plan preferred(StartPlan start) {
+    public Plan preferred(StartPlan start) {
         Plan shared = plan(start, TemplateMode.SHARED_RAM);
         return TemplateSupport.of(shared.input()).level() == TemplateSupport.Level.SHARED_RAM ? shared
                 : plan(start, TemplateMode.FULL);
@@ -201,7 +206,8 @@ public final class TemplateStarts {
                 }
                 VmStart v = VmStart.launch(context.get(), plan.start(), new VmRole.Template(ram), deadline);
                 v.awaitWorker(deadline);
-                return TemplateSave.save(v, v.toTemplateVm(v.report(List.of(), Optional.empty())), dir, plan.mode());
+                return TemplateSave.save(v, v.toTemplateVm(v.report(List.of(), Optional.empty())), dir, plan.mode(),
+                        warmUp, deadline, progress);
             } catch (BootFailedException e) {
                 if (!ColdBoot.retriable(e) || attempt >= ColdBoot.ATTEMPTS || Deadlines.passed(deadline)
                         || Thread.currentThread().isInterrupted()) {

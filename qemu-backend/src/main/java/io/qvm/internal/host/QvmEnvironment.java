@@ -27,6 +27,8 @@ import java.util.Optional;
  *     on Windows, else {@code /tmp/qvm-<uid>}</td></tr>
  * <tr><td>{@value #QEMU}</td><td>QEMU binary or its directory, searched before PATH</td><td>—</td></tr>
  * <tr><td>{@value #TEMPLATES}</td><td>{@code off}: cold-boot every sandbox</td><td>templates on</td></tr>
+ * <tr><td>{@value #TEMPLATE_WARMUP}</td><td>{@code off}: template VMs are saved without rendering qvm's
+ *     warm-up documents first (adr/0006)</td><td>on</td></tr>
  * <tr><td>{@value #CLASS_ARCHIVES}</td><td>{@code off}: no boot makes or uses the worker's class archive (adr/0018)</td><td>on</td></tr>
  * <tr><td>{@value #QEMU_USER}</td><td>the unprivileged user QEMU drops to when qvm runs as root
  *     ({@code QemuUser})</td><td>{@code qvm}</td></tr>
@@ -47,6 +49,7 @@ public final class QvmEnvironment {
     public static final String QEMU = "QVM_QEMU";
     public static final String TEMPLATES = "QVM_TEMPLATES";
     public static final String CLASS_ARCHIVES = "QVM_CLASS_ARCHIVES";
+    public static final String TEMPLATE_WARMUP = "QVM_TEMPLATE_WARMUP";
     public static final String QEMU_USER = "QVM_QEMU_USER";
     /** The user QEMU drops to when this process is root and {@link #QEMU_USER} is unset. */
     public static final String DEFAULT_QEMU_USER = "qvm";
@@ -159,6 +162,11 @@ public final class QvmEnvironment {
     /** {@value #QEMU_USER}, else {@code qvm}: who QEMU runs as when qvm runs as root. */
     public String qemuUser() {
         return get(QEMU_USER).map(String::strip).orElse(DEFAULT_QEMU_USER);
+    }
+
+    /** False when {@value #TEMPLATE_WARMUP} is {@code off}. */
+    public boolean templateWarmUpEnabled() {
+        return !"off".equals(env.get(TEMPLATE_WARMUP));
     }
 
     /** False when {@value #CLASS_ARCHIVES} is {@code off}. */

@@ -214,8 +214,8 @@ public final class QemuSandbox implements Sandbox {
                 qmp.stop();
                 pausedAtNanos = System.nanoTime();
                 stopConfirmed = true;
+                pauses.incrementAndGet(); // under the lock: whoever sees paused() sees this pause counted
             }
-            pauses.incrementAndGet();
             LOG.log(System.Logger.Level.DEBUG, "sandbox " + id + " paused after " + idlePause.toMillis()
                     + " ms without a request");
             checkPauseLater(generation, 0);
@@ -344,8 +344,8 @@ public final class QemuSandbox implements Sandbox {
                 // the guest ran between the two: what it stood still for is the pause before and the one from now
                 pausedAtNanos += System.nanoTime() - before;
                 stopConfirmed = true;
+                repauses.incrementAndGet();
             }
-            repauses.incrementAndGet();
             LOG.log(System.Logger.Level.DEBUG, "sandbox " + id + ": " + busy + "; paused again");
         } catch (io.qvm.internal.qmp.QmpException e) {
             LOG.log(System.Logger.Level.DEBUG, "sandbox " + id + " could not be paused again: " + e.getMessage());

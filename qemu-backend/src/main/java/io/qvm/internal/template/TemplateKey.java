@@ -35,7 +35,10 @@ import java.util.TreeMap;
  *       worker CPUs, tmpfs size, runsc platform), devices: every guest-visible part of
  *       {@code SandboxConfig} reaches the guest through it;</li>
  *   <li>{@code qemu.binary}, {@code qemu.version}, {@code qemu.size}, {@code qemu.mtime}: which
- *       QEMU, and a fingerprint of the binary (an upgrade in place changes size or mtime).</li>
+ *       QEMU, and a fingerprint of the binary (an upgrade in place changes size or mtime);</li>
+ *   <li>{@code warm-up} ({@link #withWarmUp}): what the template VM rendered before it was saved,
+ *       {@code off} or a hash of the documents, so a template warmed otherwise (or not at all,
+ *       as every one saved before 2026-12-06) is another template.</li>
  * </ul>
  * Not in the key: the request limits ({@code maxPixels}, deadlines, frame sizes…). They are not
  * in the guest's memory before a session: every clone sends its own HELLO with them. Nor the
@@ -69,6 +72,16 @@ public record TemplateKey(SortedMap<String, String> inputs) {
         in.put("qemu.binary", qemu.binary().toString());
         in.put("qemu.version", qemu.version().toString());
         in.putAll(fingerprint(qemu.binary()));
+        return new TemplateKey(in);
+    }
+
+    /**
+     * This key with {@code warmUp} as its {@code warm-up} input: {@code off}, or what identifies
+     * the documents the template VM renders before it is saved ({@code TemplateWarmUp}).
+     */
+    public TemplateKey withWarmUp(String warmUp) {
+        SortedMap<String, String> in = new TreeMap<>(inputs);
+        in.put("warm-up", Objects.requireNonNull(warmUp, "warmUp"));
         return new TemplateKey(in);
     }
 

@@ -62,5 +62,7 @@ class QvmEnvironmentTest {
         assertTrue(env(Map.of()).templatesEnabled());
         assertTrue(env(Map.of("QVM_TEMPLATES", "on")).templatesEnabled());
         assertFalse(env(Map.of("QVM_TEMPLATES", "off")).templatesEnabled());
+        assertTrue(env(Map.of()).templateWarmUpEnabled());
+        assertFalse(env(Map.of("QVM_TEMPLATE_WARMUP", "off")).templateWarmUpEnabled());
     }
 }

@@ -184,6 +184,17 @@ class TemplateKeyTest {
     }
 
     @Test
+    void theTemplateVmsWarmUpIsAnInputOfItsOwn() {
+        TemplateKey off = base().withWarmUp("off");
+        TemplateKey warmed = base().withWarmUp("a".repeat(64));
+        assertEquals("off", off.inputs().get("warm-up"));
+        assertEquals(base().inputs().size() + 1, off.inputs().size(), "one more input, the rest as they were");
+        assertNotEquals(off.hash(), warmed.hash(), "a warmed template is another template than an unwarmed one");
+        assertNotEquals(warmed.hash(), base().withWarmUp("b".repeat(64)).hash(), "and than one warmed otherwise");
+        assertEquals(warmed, base().withWarmUp("a".repeat(64)));
+    }
+
+    @Test
     void aQemuUpgradedInPlaceChangesTheKey() throws Exception {
         TemplateKey before = base();
         Files.writeString(qemuBinary, "not really qemu, but longer\n");

@@ -169,6 +169,7 @@ public final class FakeWorker implements AutoCloseable {
         private FrameLimits readLimits = new FrameLimits(FrameLimits.HEADER_CEILING, 64 << 20);
         private RenderResult renders;
         private java.util.function.LongSupplier clock = System::currentTimeMillis;
+        private java.util.function.Consumer<Frame> onRequest = f -> { };
 
         /**
          * The wall clock STATUS reports (default: the host's), e.g. one that lags and settles the
@@ -176,6 +177,12 @@ public final class FakeWorker implements AutoCloseable {
          */
         public Builder clock(java.util.function.LongSupplier c) {
             this.clock = Objects.requireNonNull(c);
+            return this;
+        }
+
+        /** Told of every request as it is received (HELLOs excluded), before it is answered. */
+        public Builder onRequest(java.util.function.Consumer<Frame> listener) {
+            this.onRequest = Objects.requireNonNull(listener);
             return this;
         }
 
@@ -394,6 +401,7 @@ public final class FakeWorker implements AutoCloseable {
                     continue;
                 }
                 received.add(f);
+                script.onRequest.accept(f);
                 Effect effect = effects.poll();
                 if (effect == null) {
                     effect = new Normal();
