@@ -491,7 +491,7 @@ public final class QemuVmBackend implements SandboxBackend {
         /**
          * Whether a template VM renders qvm's warm-up documents before it is saved, so every clone
          * starts with their classes, fonts and compiled code in memory (default: yes, unless
-         * {@code QVM_TEMPLATE_WARMUP=off}; adr/0006). Off, a template builds faster (25–50 s less
+         * {@code QVM_TEMPLATE_WARMUP=off}; adr/0006). Off, a template builds faster (25–27 s less
          * under TCG here) and each clone's first document of a kind pays that work itself.
          * Warmed and unwarmed templates have different ids.
          */

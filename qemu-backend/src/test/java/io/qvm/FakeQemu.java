@@ -72,6 +72,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *  renderPng=WxH         RENDER is answered with a real W×H PNG …
  *  renderReports=WxH     … whose RENDER_RESULT header says W×H (default: the PNG's size; set it
  *                        to something else for a worker that lies)
+ *  renderError=CODE      RENDER is answered with ERROR CODE (TIMEOUT, INTERNAL …)
+ *  renderMillis=N        every RENDER is answered N ms late
  *  staleBeforeReady=N    N stray bytes on the worker's port before READY (what an earlier session left)
  *  firstReply=EFFECT     the first request after READY is answered by a hostile worker:
  *                        garbage (1000 stray bytes, then the answer), wrong-id (the answer under
@@ -349,6 +351,11 @@ public final class FakeQemu {
             int[] said = size(scenario.getProperty("renderReports", png));
             script.renders(new RenderResult(png(real[0], real[1]), said[0], said[1], 5));
         }
+        String renderError = scenario.getProperty("renderError");
+        if (renderError != null) {
+            script.renderError(io.qvm.protocol.ErrorCode.valueOf(renderError));
+        }
+        script.renderMillis(Long.parseLong(scenario.getProperty("renderMillis", "0")));
         String slowFrom = scenario.getProperty("slowBootFrom");
         if (slowFrom != null && !incoming && boot >= Integer.parseInt(slowFrom)) {
             Thread.sleep(Long.parseLong(scenario.getProperty("slowBootMillis", "0")));

@@ -95,6 +95,40 @@ class TemplateWarmUpBackendTest extends FakeQemuFixture {
     }
 
     @Test
+    void aRenderIsStartedOnlyWithRoomForOneAsLongAsTheLongestSoFar() throws Exception {
+        host.set("renderPng", "8x8");
+        host.set("renderMillis", "8000");
+        List<String> said = new CopyOnWriteArrayList<>();
+        // 50 s, less the 30 s margin: 20 s less the boot for warming, at 8 s a render. The first
+        // starts (if the boot took under 20 s), a third never can (it would need 24 s).
+        try (QemuVmBackend backend = host.backend().classArchives(false).progress(said::add).build();
+             Sandbox s = backend.start(FakeQemuHost.config().bootTimeout(Duration.ofSeconds(50)).build())) {
+            assertTrue(s.bootReport().restored(), s.bootReport()::toString);
+        }
+        long renders = host.vmLog().stream().filter(l -> l.startsWith("worker RENDER")).count();
+        assertTrue(renders >= 1 && renders <= 2, "renders: " + host.vmLog());
+        assertTrue(said.stream().anyMatch(l -> l.contains("warmed: " + renders + " renders") && l.contains("cut short")),
+                said::toString);
+    }
+
+    @Test
+    void aTimeoutEndsTheWarmUpAndTheTemplateIsSavedOnceTheWorkerProvesItStillAnswers() throws Exception {
+        host.set("renderError", "TIMEOUT");
+        List<String> said = new CopyOnWriteArrayList<>();
+        try (QemuVmBackend backend = host.backend().progress(said::add).build();
+             Sandbox s = backend.start(FakeQemuHost.config().build())) {
+            assertTrue(s.bootReport().restored(), s.bootReport()::toString);
+        }
+        List<String> log = host.vmLog();
+        List<String> beforeSave = log.subList(0, log.indexOf("qmp migrate"));
+        assertEquals(1, beforeSave.stream().filter(l -> l.startsWith("worker RENDER")).count(),
+                "no render after the TIMEOUT: " + log);
+        assertTrue(said.stream().anyMatch(l -> l.startsWith("warm-up document text.svg refused (TIMEOUT)")), said::toString);
+        assertTrue(said.stream().anyMatch(l -> l.contains("warmed: 0 renders") && l.contains("cut short")),
+                said::toString);
+    }
+
+    @Test
     void aWorkerLostWhileWarmingFailsTheBuildAndTheSandboxColdBoots() throws Exception {
         host.set("firstReply", "stall"); // 10 bytes of the first answer after READY, then nothing
         List<String> said = new CopyOnWriteArrayList<>();

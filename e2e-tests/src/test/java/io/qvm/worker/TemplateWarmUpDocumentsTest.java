@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
 @Tag("unit")
 class TemplateWarmUpDocumentsTest {
 
-    /** What a guest worker gets in HELLO from SandboxConfig's defaults (HostileCorpusTest.GUEST_LIMITS). */
+    /** renderer-worker's HostileCorpusTest.GUEST_LIMITS: SandboxConfig's default size limits, a 120 s deadline. */
     private static final Limits DEFAULTS = new Limits(32 << 20, 64 << 20, 50_000_000, 16_384, 1000, 120_000);
 
     @Test

@@ -2,6 +2,7 @@ package io.qvm.internal.boot;
 
 import io.qvm.RenderFailedException;
 import io.qvm.internal.sandbox.QemuSandbox;
+import io.qvm.protocol.ErrorCode;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
 import java.io.IOException;
@@ -37,7 +38,10 @@ final class TemplateWarmUp {
     /** The documents, most-used features first; each round renders all of them once. */
     static final List<String> DOCUMENTS = List.of("text.svg", "shapes.svg", "page.pdf");
 
-    /** Rounds over {@link #DOCUMENTS}: the second lets the JIT compile what the first made hot. */
+    /**
+     * Rounds over {@link #DOCUMENTS}. One: a second round (which took 14 s more here) made no
+     * difference in the clones that could be told from the noise (docs/measured.md).
+     */
     static final int ROUNDS = 1;
 
     private TemplateWarmUp() {
@@ -49,7 +53,8 @@ final class TemplateWarmUp {
         String summary() {
             return rendered + " renders in " + took.toMillis() + " ms (first round " + String.join(", ", firstRound) + ")"
                     + (refused.isEmpty() ? "" : "; refused by this config's limits: " + refused)
-                    + (cutShort ? "; cut short to leave the boot deadline room for the save and the first restore" : "");
+                    + (cutShort ? "; cut short (the boot deadline's room for the save and the first restore, or a "
+                    + "TIMEOUT or INTERNAL answer)" : "");
         }
     }
 
@@ -60,23 +65,36 @@ final class TemplateWarmUp {
     }
 
     /**
-     * Renders {@link #DOCUMENTS} {@link #ROUNDS} times in {@code vm}.
+     * Renders {@link #DOCUMENTS} {@link #ROUNDS} times in {@code vm}, then proves the worker still
+     * answers (a STATUS round trip) before anything is saved.
+     *
+     * <p>A render starts only while what is left of the deadline, less the {@link #margin}, is at
+     * least the longest warm-up render so far: a render started just above the margin could
+     * otherwise eat the save's and the first restore's time. A document answered with TIMEOUT or
+     * INTERNAL ends the warm-up (a host too loaded for it, or a worker in trouble); one refused
+     * for the session's limits is skipped. Either way the STATUS proof decides: a worker that
+     * exits after a render it could not stop (the watchdog's STUCK exit) fails the build, so no
+     * template holds a dying worker.
      *
      * @throws io.qvm.SandboxException the template VM was lost (or broke the protocol) while warming
      */
     static Result run(QemuSandbox vm, long deadlineNanos, Consumer<String> progress) {
         Duration margin = margin(vm.config().bootTimeout());
         long t0 = System.nanoTime();
+        long longest = 0;
         int rendered = 0;
         List<String> refused = new ArrayList<>();
         List<String> firstRound = new ArrayList<>();
+        boolean cutShort = false;
+        warming:
         for (int round = 0; round < ROUNDS; round++) {
             for (String name : DOCUMENTS) {
                 if (refused.contains(name)) {
                     continue;
                 }
-                if (deadlineNanos - System.nanoTime() < margin.toNanos()) {
-                    return new Result(rendered, refused, true, Deadlines.since(t0), firstRound);
+                if (deadlineNanos - System.nanoTime() - margin.toNanos() < longest) {
+                    cutShort = true;
+                    break warming;
                 }
                 long r0 = System.nanoTime();
                 try {
@@ -88,10 +106,17 @@ final class TemplateWarmUp {
                 } catch (RenderFailedException e) {
                     refused.add(name);
                     progress.accept("warm-up document " + name + " refused (" + e.code() + "): " + e.getMessage());
+                    if (e.code() == ErrorCode.TIMEOUT || e.code() == ErrorCode.INTERNAL) {
+                        cutShort = true;
+                        break warming;
+                    }
+                } finally {
+                    longest = Math.max(longest, System.nanoTime() - r0);
                 }
             }
         }
-        return new Result(rendered, refused, false, Deadlines.since(t0), firstRound);
+        vm.status(); // the worker still answers after what it rendered: else the build fails here
+        return new Result(rendered, refused, cutShort, Deadlines.since(t0), firstRound);
     }
 
     /**
@@ -99,6 +124,15 @@ final class TemplateWarmUp {
      * rounds and of every document's name and bytes (hex). A changed document is another template.
      */
     static String fingerprint() {
+        return Fingerprint.VALUE;
+    }
+
+    /** Computed once: the documents are the jar's. */
+    private static final class Fingerprint {
+        static final String VALUE = compute();
+    }
+
+    private static String compute() {
         try {
             java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
             md.update(("rounds=" + ROUNDS + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8));

@@ -168,6 +168,8 @@ public final class FakeWorker implements AutoCloseable {
         private List<String> capabilities = List.of("echo");
         private FrameLimits readLimits = new FrameLimits(FrameLimits.HEADER_CEILING, 64 << 20);
         private RenderResult renders;
+        private ErrorCode renderError;
+        private long renderMillis;
         private java.util.function.LongSupplier clock = System::currentTimeMillis;
         private java.util.function.Consumer<Frame> onRequest = f -> { };
 
@@ -223,6 +225,18 @@ public final class FakeWorker implements AutoCloseable {
         /** RENDER is answered with {@code result} as its RENDER_RESULT (default: ERROR UNSUPPORTED). */
         public Builder renders(RenderResult result) {
             this.renders = Objects.requireNonNull(result);
+            return this;
+        }
+
+        /** RENDER is answered with ERROR {@code code} (whatever {@link #renders} says). */
+        public Builder renderError(ErrorCode code) {
+            this.renderError = Objects.requireNonNull(code);
+            return this;
+        }
+
+        /** Every RENDER is answered {@code millis} late (a render that takes that long). */
+        public Builder renderMillis(long millis) {
+            this.renderMillis = millis;
             return this;
         }
 
@@ -485,6 +499,17 @@ public final class FakeWorker implements AutoCloseable {
             case GOODBYE:
                 return Frame.of(FrameKind.GOODBYE, f.requestId(), (byte[]) null);
             case RENDER:
+                if (script.renderMillis > 0) {
+                    try {
+                        Thread.sleep(script.renderMillis);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                if (script.renderError != null) {
+                    return Messages.toFrame(new ErrorReply(f.requestId(), script.renderError, "the fake worker's "
+                            + script.renderError));
+                }
                 if (script.renders != null) {
                     return Messages.toFrame(script.renders, f.requestId());
                 }
