@@ -6,7 +6,6 @@ import io.qvm.admin.HostReport;
 import io.qvm.admin.SandboxStates;
 import io.qvm.admin.Templates;
 import io.qvm.internal.boot.StartPlanner;
-import io.qvm.internal.boot.TemplateStarts;
 import io.qvm.internal.image.ImageResolver;
 import io.qvm.internal.process.ReapReport;
 import io.qvm.internal.template.Template;

@@ -230,7 +230,7 @@ class CloneE2ETest {
     @Test
     void aTamperedTemplateIsRefusedAndRebuiltNeverBooted() throws Exception {
         // an unwarmed template: this test rebuilds the one it tampers with in every run, and what
-        // it proves does not depend on the warm-up (which would add 25-50 s here); the warmed
+        // it proves does not depend on the warm-up (which would add 25-27 s here); the warmed
         // templates the other tests restore are left alone
         QemuVmBackend b = backend(false);
         SandboxConfig config = E2e.config().build();

@@ -28,10 +28,8 @@ import java.util.function.Consumer;
  *
  * <p>The documents are qvm's own (resources under {@code io/qvm/warmup}), rendered through the
  * template VM's session like any request: a clone's worker has rendered exactly these before its
- * first document. A document the session's limits refuse is skipped and said; a sandbox lost
- * while warming fails the template build, as a failed boot does. Warming stops, and the template
- * is saved as warm as it got, once less than {@link #margin} of the boot deadline is left: the
- * save and the start's first restore come out of the same deadline.
+ * first document. How a refusal, a TIMEOUT, a lost sandbox and the boot deadline end or shorten
+ * the warm-up, and the STATUS proof before the save, are {@link #run}'s.
  */
 final class TemplateWarmUp {
 
@@ -47,12 +45,12 @@ final class TemplateWarmUp {
     private TemplateWarmUp() {
     }
 
-    /** What a warm-up did: renders that ran, documents refused, and whether the deadline cut it short. */
+    /** What a warm-up did: renders that ran, documents answered with an error, and whether it was cut short. */
     record Result(int rendered, List<String> refused, boolean cutShort, Duration took, List<String> firstRound) {
 
         String summary() {
             return rendered + " renders in " + took.toMillis() + " ms (first round " + String.join(", ", firstRound) + ")"
-                    + (refused.isEmpty() ? "" : "; refused by this config's limits: " + refused)
+                    + (refused.isEmpty() ? "" : "; refused (each said above with its code): " + refused)
                     + (cutShort ? "; cut short (the boot deadline's room for the save and the first restore, or a "
                     + "TIMEOUT or INTERNAL answer)" : "");
         }
