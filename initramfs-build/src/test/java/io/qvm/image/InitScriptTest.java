@@ -167,8 +167,8 @@ class InitScriptTest {
     @Test
     void theWorkerAndItsRelaysNeverInheritTheControlPort() {
         List<String> started = INIT.lines().map(String::strip)
-                .filter(l -> l.startsWith("runsc ") || l.startsWith("cat <")).toList();
-        assertEquals(4, started.size(), started.toString());
+                .filter(l -> l.startsWith("runsc ") || l.startsWith("cat <") || l.startsWith("perl -e \"$RELAY\" <")).toList();
+        assertEquals(6, started.size(), started.toString());
         for (String l : started) {
             assertTrue(l.contains(" 4>&- 5>&-"), l);
         }
@@ -226,6 +226,91 @@ class InitScriptTest {
         writer.join();
         assertEquals(0, p.waitFor());
         return out;
+    }
+
+    /**
+     * The stdio relay run by busybox sh and perl, between two FIFOs as in the guest: 5 MiB of
+     * random bytes written in bursts of small writes arrive whole and in order, the relay makes the
+     * pipe it writes 1 MiB (read back with F_GETPIPE_SZ by the reader), and it ends with status 0
+     * at the end of its input.
+     */
+    @Test
+    void theStdioRelayCopiesEveryByteThroughMiBPipes(@TempDir Path dir) throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/bin/busybox")), "needs /bin/busybox");
+        Path in = dir.resolve("in");
+        Path out = dir.resolve("out");
+        mkfifo(in, out);
+        Process relay = startRelay(dir, in, out);
+        byte[] data = new byte[5 << 20];
+        new java.util.Random(7).nextBytes(data);
+        Thread writer = new Thread(() -> {
+            try (OutputStream o = Files.newOutputStream(in)) {
+                java.util.Random sizes = new java.util.Random(8);
+                for (int at = 0; at < data.length;) {
+                    int n = Math.min(data.length - at, 1 + sizes.nextInt(3 * 4096));
+                    o.write(data, at, n);
+                    at += n;
+                }
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        // Opening a FIFO waits for its other end: the writer opens "in" before the reader "out".
+        writer.start();
+        // The reader copies the relay's output to its stdout and says the pipe's size once its first
+        // bytes came (the relay sizes its pipes before its first read).
+        Process reader = new ProcessBuilder("perl", "-e", "binmode STDOUT; my $said; "
+                + "while (sysread(STDIN, my $b, 65536)) { print $b; "
+                + "print STDERR fcntl(STDIN, 1032, 0), \"\\n\" unless $said++ }")
+                .redirectInput(out.toFile()).start();
+        byte[] got = assertTimeoutPreemptively(Duration.ofSeconds(60), () -> reader.getInputStream().readAllBytes());
+        writer.join();
+        assertTrue(relay.waitFor(30, TimeUnit.SECONDS), "the relay ends at the end of its input");
+        assertEquals(0, relay.exitValue());
+        assertTrue(java.util.Arrays.equals(data, got), "every byte, in order (" + got.length + " of " + data.length + ")");
+        String size = new String(reader.getErrorStream().readAllBytes(), StandardCharsets.US_ASCII).strip();
+        assertEquals("1048576", size, "the pipe the relay writes is 1 MiB");
+    }
+
+    /** A relay whose reader is gone ends (status 1, or killed by SIGPIPE), never blocks or spins. */
+    @Test
+    void theStdioRelayEndsWhenItsReaderIsGone(@TempDir Path dir) throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/bin/busybox")), "needs /bin/busybox");
+        Path in = dir.resolve("in");
+        Path out = dir.resolve("out");
+        mkfifo(in, out);
+        Process relay = startRelay(dir, in, out);
+        Process reader;
+        try (OutputStream o = Files.newOutputStream(in)) {
+            reader = new ProcessBuilder("head", "-c", "10").redirectInput(out.toFile()).start();
+            byte[] chunk = new byte[64 << 10];
+            // the relay is gone once its write fails: then this write fails too (no reader left)
+            assertTimeoutPreemptively(Duration.ofSeconds(60), () -> assertThrows(IOException.class, () -> {
+                for (int i = 0; i < 10_000; i++) {
+                    o.write(chunk);
+                }
+            }));
+        }
+        assertEquals("0123456789".length(), reader.getInputStream().readAllBytes().length);
+        assertTrue(relay.waitFor(30, TimeUnit.SECONDS), "the relay ended");
+        assertTrue(relay.exitValue() != 0, "status " + relay.exitValue());
+    }
+
+    private static Process startRelay(Path dir, Path in, Path out) throws IOException {
+        int from = INIT.indexOf("# ---- stdio relay");
+        int to = INIT.indexOf("# ---- end of stdio relay ----");
+        assertTrue(from >= 0 && to > from, "stdio relay markers");
+        Files.writeString(dir.resolve("relay.sh"), INIT.substring(from, to) + "\nexec perl -e \"$RELAY\" <\"$1\" >\"$2\"\n");
+        ProcessBuilder pb = new ProcessBuilder("/bin/busybox", "sh", "relay.sh", in.toString(), out.toString())
+                .directory(dir.toFile()).redirectError(ProcessBuilder.Redirect.INHERIT);
+        pb.environment().put("PATH", "/usr/bin:/bin");
+        return pb.start();
+    }
+
+    private static void mkfifo(Path... fifos) throws IOException, InterruptedException {
+        for (Path f : fifos) {
+            assertEquals(0, new ProcessBuilder("mkfifo", f.toString()).start().waitFor(), "mkfifo " + f);
+        }
     }
 
     /** The control block run by busybox sh with fake date, dmesg, sleep, usleep, perl and vmgenid device, over a pipe. */
