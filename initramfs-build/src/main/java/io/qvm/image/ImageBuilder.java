@@ -195,7 +195,7 @@ public final class ImageBuilder {
             checkStaticElf(runsc, runscPkg);
             checkStaticElf(busybox, busyboxPkg);
             Files.copy(runsc, stage.resolve("usr/bin/runsc"));
-            // perl, for the init's CRNG reseed on restore (adr/0012), with its libraries in the
+            // perl, for the init's control helper (adr/0012) and stdio relays (adr/0002), with its libraries in the
             // initramfs's own /usr/lib (the bundle's are the sandbox's, not the init's)
             Path perl = find(roots.get(perlPkg), "perl", perlPkg);
             Files.copy(perl, stage.resolve("usr/bin/perl"));

@@ -20,9 +20,10 @@ import java.util.Set;
  *   <li>openjdk-17-jdk-headless (bookworm): the target architecture's jmods for jlink;</li>
  *   <li>fonts-dejavu-core (bookworm);</li>
  *   <li>perl-base (bookworm): only {@code /usr/bin/perl}, outside the sandbox, for the init's
- *       two {@code ioctl}s that reseed the guest kernel's CRNG from the host's seed when a clone
- *       is restored (busybox has no {@code ioctl}; adr/0012). Its libraries (glibc, libcrypt)
- *       come from the library roots;</li>
+ *       control helper (the two {@code ioctl}s that reseed the guest kernel's CRNG from the host's
+ *       seed when a clone is restored, and the clock; busybox has no {@code ioctl}; adr/0012) and
+ *       the worker's two stdio relays (adr/0002). Its libraries (glibc, libcrypt) come from the
+ *       library roots;</li>
  *   <li>libraries (bookworm) the linked JRE needs, with their Depends closure: glibc, libgcc,
  *       libstdc++, zlib, and for java.desktop freetype, harfbuzz (glib, graphite2, ...), lcms2
  *       and libjpeg; and libcrypt for perl.</li>
