@@ -236,37 +236,19 @@ class InitScriptTest {
      */
     @Test
     void theStdioRelayCopiesEveryByteThroughMiBPipes(@TempDir Path dir) throws Exception {
-        assumeTrue(Files.isExecutable(Path.of("/bin/busybox")), "needs /bin/busybox");
-        Path in = dir.resolve("in");
-        Path out = dir.resolve("out");
-        mkfifo(in, out);
-        Process relay = startRelay(dir, in, out, "");
-        byte[] data = new byte[5 << 20];
-        new java.util.Random(7).nextBytes(data);
-        Thread writer = new Thread(() -> {
-            try (OutputStream o = Files.newOutputStream(in)) {
-                java.util.Random sizes = new java.util.Random(8);
-                for (int at = 0; at < data.length;) {
-                    int n = Math.min(data.length - at, 1 + sizes.nextInt(3 * 4096));
-                    o.write(data, at, n);
-                    at += n;
-                }
-            } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        });
-        // Opening a FIFO waits for its other end: the writer opens "in" before the reader "out".
-        writer.start();
+        Relay relay = startRelay(dir, "");
+        byte[] data = random(5 << 20, 7);
+        Thread writer = writeInBackground(relay.in(), data, 3 * 4096);
         // The reader copies the relay's output to its stdout and says the pipe's size once its first
         // bytes came (the relay sizes its pipes before its first read).
         Process reader = new ProcessBuilder("perl", "-e", "binmode STDOUT; my $said; "
                 + "while (sysread(STDIN, my $b, 65536)) { print $b; "
                 + "print STDERR fcntl(STDIN, 1032, 0), \"\\n\" unless $said++ }")
-                .redirectInput(out.toFile()).start();
+                .redirectInput(relay.out().toFile()).start();
         byte[] got = assertTimeoutPreemptively(Duration.ofSeconds(60), () -> reader.getInputStream().readAllBytes());
         writer.join();
-        assertTrue(relay.waitFor(30, TimeUnit.SECONDS), "the relay ends at the end of its input");
-        assertEquals(0, relay.exitValue());
+        assertTrue(relay.process().waitFor(30, TimeUnit.SECONDS), "the relay ends at the end of its input");
+        assertEquals(0, relay.process().exitValue());
         assertTrue(java.util.Arrays.equals(data, got), "every byte, in order (" + got.length + " of " + data.length + ")");
         String size = new String(reader.getErrorStream().readAllBytes(), StandardCharsets.US_ASCII).strip();
         assertEquals("1048576", size, "the pipe the relay writes is 1 MiB");
@@ -279,14 +261,10 @@ class InitScriptTest {
      */
     @Test
     void theStdioRelayEndsWhenItsReaderIsGone(@TempDir Path dir) throws Exception {
-        assumeTrue(Files.isExecutable(Path.of("/bin/busybox")), "needs /bin/busybox");
-        Path in = dir.resolve("in");
-        Path out = dir.resolve("out");
-        mkfifo(in, out);
-        Process relay = startRelay(dir, in, out, "trap '' PIPE");
+        Relay relay = startRelay(dir, "trap '' PIPE");
         Process reader;
-        try (OutputStream o = Files.newOutputStream(in)) {
-            reader = new ProcessBuilder("head", "-c", "10").redirectInput(out.toFile()).start();
+        try (OutputStream o = Files.newOutputStream(relay.in())) {
+            reader = new ProcessBuilder("head", "-c", "10").redirectInput(relay.out().toFile()).start();
             byte[] chunk = new byte[64 << 10];
             // the relay is gone once its write fails: then this write fails too (no reader left)
             assertTimeoutPreemptively(Duration.ofSeconds(60), () -> assertThrows(IOException.class, () -> {
@@ -296,8 +274,8 @@ class InitScriptTest {
             }));
         }
         assertEquals("0123456789".length(), reader.getInputStream().readAllBytes().length);
-        assertTrue(relay.waitFor(30, TimeUnit.SECONDS), "the relay ended");
-        assertEquals(1, relay.exitValue(), "the failed write's status");
+        assertTrue(relay.process().waitFor(30, TimeUnit.SECONDS), "the relay ended");
+        assertEquals(1, relay.process().exitValue(), "the failed write's status");
     }
 
     /**
@@ -307,27 +285,15 @@ class InitScriptTest {
      */
     @Test
     void theStdioRelayFinishesEveryShortWrite(@TempDir Path dir) throws Exception {
-        assumeTrue(Files.isExecutable(Path.of("/bin/busybox")), "needs /bin/busybox");
-        Path in = dir.resolve("in");
-        Path out = dir.resolve("out");
-        mkfifo(in, out);
-        Process relay = startRelay(dir, in, out, "");
-        byte[] data = new byte[5 << 20];
-        new java.util.Random(9).nextBytes(data);
-        Thread writer = new Thread(() -> {
-            try (OutputStream o = Files.newOutputStream(in)) {
-                o.write(data);
-            } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        });
-        writer.start();
+        Relay relay = startRelay(dir, "");
+        byte[] data = random(5 << 20, 9);
+        Thread writer = writeInBackground(relay.in(), data, data.length);
         Process signals = new ProcessBuilder("/bin/busybox", "sh", "-c",
                 "while kill -STOP \"$1\" 2>/dev/null && kill -CONT \"$1\" 2>/dev/null; do usleep 3000; done", "sh",
-                Long.toString(relay.pid())).start();
+                Long.toString(relay.process().pid())).start();
         java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
         assertTimeoutPreemptively(Duration.ofSeconds(120), () -> {
-            try (java.io.InputStream r = Files.newInputStream(out)) {
+            try (java.io.InputStream r = Files.newInputStream(relay.out())) {
                 byte[] b = new byte[64 << 10];
                 for (int n; (n = r.read(b)) > 0;) {
                     got.write(b, 0, n);
@@ -336,17 +302,13 @@ class InitScriptTest {
             }
         });
         writer.join();
-        assertTrue(relay.waitFor(30, TimeUnit.SECONDS), "the relay ends at the end of its input");
+        assertTrue(relay.process().waitFor(30, TimeUnit.SECONDS), "the relay ends at the end of its input");
         signals.destroy();
-        assertEquals(0, relay.exitValue());
+        assertEquals(0, relay.process().exitValue());
         assertTrue(java.util.Arrays.equals(data, got.toByteArray()), "every byte once, in order (" + got.size() + " of "
                 + data.length + ")");
     }
 
-    /**
-     * The relay block run by busybox sh, after {@code prelude}, as {@code perl -e "$RELAY"} from
-     * {@code in} to {@code out}; with no library path, as the image's perl has no module.
-     */
     /** Every relay a test started; killed after it, so a relay that never ends outlives no test. */
     private final List<Process> relays = new ArrayList<>();
 
@@ -355,7 +317,20 @@ class InitScriptTest {
         relays.forEach(Process::destroyForcibly);
     }
 
-    private Process startRelay(Path dir, Path in, Path out, String prelude) throws IOException {
+    /** A relay started by {@link #startRelay}, reading FIFO {@code in} and writing FIFO {@code out}. */
+    private record Relay(Process process, Path in, Path out) {
+    }
+
+    /**
+     * The relay block run by busybox sh, after {@code prelude}, as {@code perl -e "$RELAY"} from a
+     * new FIFO {@code dir/in} to a new FIFO {@code dir/out}; with no library path, as the image's
+     * perl has no module. Its shell waits in the opens until both FIFOs have their other ends.
+     */
+    private Relay startRelay(Path dir, String prelude) throws IOException, InterruptedException {
+        assumeTrue(Files.isExecutable(Path.of("/bin/busybox")), "needs /bin/busybox");
+        Path in = dir.resolve("in");
+        Path out = dir.resolve("out");
+        mkfifo(in, out);
         int from = INIT.indexOf("# ---- stdio relay");
         int to = INIT.indexOf("# ---- end of stdio relay ----");
         assertTrue(from >= 0 && to > from, "stdio relay markers");
@@ -366,7 +341,35 @@ class InitScriptTest {
         pb.environment().put("PATH", "/usr/bin:/bin");
         Process p = pb.start();
         relays.add(p);
-        return p;
+        return new Relay(p, in, out);
+    }
+
+    /**
+     * A started thread that writes {@code data} to {@code fifo} in writes of 1 to {@code maxWrite}
+     * bytes (sizes from a fixed seed), then closes it. Opening a FIFO waits for its other end, so
+     * the writer is started before the relay's reader opens the relay's output.
+     */
+    private static Thread writeInBackground(Path fifo, byte[] data, int maxWrite) {
+        Thread writer = new Thread(() -> {
+            try (OutputStream o = Files.newOutputStream(fifo)) {
+                java.util.Random sizes = new java.util.Random(8);
+                for (int at = 0; at < data.length;) {
+                    int n = Math.min(data.length - at, 1 + sizes.nextInt(maxWrite));
+                    o.write(data, at, n);
+                    at += n;
+                }
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        writer.start();
+        return writer;
+    }
+
+    private static byte[] random(int length, long seed) {
+        byte[] b = new byte[length];
+        new java.util.Random(seed).nextBytes(b);
+        return b;
     }
 
     private static void mkfifo(Path... fifos) throws IOException, InterruptedException {
