@@ -40,7 +40,8 @@ import java.util.Objects;
  * request is skipped unread and answered {@code TOO_LARGE}) and the writer refuses answers above
  * {@code maxResponseBytes} (they are replaced by {@code TOO_LARGE}). A frame whose prefix checks
  * out but whose header is unusable is answered {@code BAD_REQUEST}. The warm-up runs before HELLO
- * is read, so a VM snapshot taken while the worker waits for HELLO holds a warm JVM.
+ * is read, so a VM snapshot taken while the worker waits for HELLO holds a warm JVM; beside the
+ * renderer's, a {@link ProtocolWarmUp} loads and initializes the frame path (Jackson included).
  *
  * <p>A render that cannot be stopped after its deadline is answered TIMEOUT and the loop returns
  * {@link RenderWatchdog#STUCK_STATUS}: the host replaces the sandbox.
@@ -100,7 +101,15 @@ public final class WorkerLoop {
      */
     public int run() throws IOException {
         long t0 = System.nanoTime();
+        Thread protocol = warmUpProtocol();
         renderer.warmUp();
+        if (protocol != null) {
+            try {
+                protocol.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         log.info("warm in " + (System.nanoTime() - t0) / 1_000_000 + " ms, waiting for HELLO");
         reader = new FrameReader(in, BEFORE_HELLO);
         writer = new FrameWriter(out, BEFORE_HELLO);
@@ -110,6 +119,29 @@ public final class WorkerLoop {
             return 0;
         }
         return serve(session);
+    }
+
+    /**
+     * Starts {@link ProtocolWarmUp} on a thread of its own, beside the renderer's warm-up; null
+     * when {@code -Dqvm.warmup=false} skips the warm-up. A failure is one log line: the loop
+     * works without it.
+     */
+    private Thread warmUpProtocol() {
+        if ("false".equals(System.getProperty(DocumentRenderHandler.WARM_UP_PROPERTY))) {
+            return null;
+        }
+        Thread t = new Thread(() -> {
+            long t0 = System.nanoTime();
+            try {
+                int frames = ProtocolWarmUp.run().size();
+                log.info("protocol warm-up: " + frames + " frames in " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+            } catch (IOException | RuntimeException e) {
+                log.info("protocol warm-up failed: " + e.getClass().getSimpleName());
+            }
+        }, "warm-up-protocol");
+        t.setDaemon(true);
+        t.start();
+        return t;
     }
 
     /** The limits of one HELLO/READY session. */
