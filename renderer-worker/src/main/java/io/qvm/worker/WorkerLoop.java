@@ -69,6 +69,7 @@ public final class WorkerLoop {
     private final Log log;
     private final String version;
     private final Entropy entropy;
+    private final boolean warmUpProtocol;
 
     private FrameReader reader;
     private FrameWriter writer;
@@ -76,15 +77,23 @@ public final class WorkerLoop {
     private long sessions;
 
     /**
+     * The loop of a worker process: {@code /dev/urandom}, and the {@link ProtocolWarmUp} beside the
+     * renderer's warm-up.
+     *
      * @param in the request stream; buffered by the caller (frames are read in 28-byte prefixes)
      * @param out the answer stream; only frames are ever written to it
      */
     public WorkerLoop(InputStream in, OutputStream out, RenderHandler renderer, Log log, String version) {
-        this(in, out, renderer, log, version, Entropy.urandom());
+        this(in, out, renderer, log, version, Entropy.urandom(), true);
     }
 
-    /** With another entropy device than {@code /dev/urandom} (tests). */
-    WorkerLoop(InputStream in, OutputStream out, RenderHandler renderer, Log log, String version, Entropy entropy) {
+    /**
+     * With another entropy device than {@code /dev/urandom}, and the protocol warm-up on or off
+     * (tests: a fuzz input need not pay for it).
+     */
+    WorkerLoop(InputStream in, OutputStream out, RenderHandler renderer, Log log, String version, Entropy entropy,
+            boolean warmUpProtocol) {
+        this.warmUpProtocol = warmUpProtocol;
         this.in = Objects.requireNonNull(in, "in");
         this.out = Objects.requireNonNull(out, "out");
         this.renderer = Objects.requireNonNull(renderer, "renderer");
@@ -123,11 +132,11 @@ public final class WorkerLoop {
 
     /**
      * Starts {@link ProtocolWarmUp} on a thread of its own, beside the renderer's warm-up; null
-     * when {@code -Dqvm.warmup=false} skips the warm-up. A failure is one log line: the loop
-     * works without it.
+     * when this loop does not warm it up or {@code -Dqvm.warmup=false} skips the warm-up. A
+     * failure is one log line: the loop works without it.
      */
     private Thread warmUpProtocol() {
-        if ("false".equals(System.getProperty(DocumentRenderHandler.WARM_UP_PROPERTY))) {
+        if (!warmUpProtocol || "false".equals(System.getProperty(DocumentRenderHandler.WARM_UP_PROPERTY))) {
             return null;
         }
         Thread t = new Thread(() -> {

@@ -60,6 +60,7 @@ class MainRenderProtocolTest {
             assertEquals(0, w.waitFor(30), w.stderr());
             assertEquals(java.util.List.of(), trap.requests());
             assertTrue(w.stderr().contains("warm in"), w.stderr());
+            assertTrue(w.stderr().contains("protocol warm-up: 10 frames in "), w.stderr());
         }
     }
 

@@ -74,7 +74,7 @@ class WorkerLoopFuzzTest {
 
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         int status = new WorkerLoop(new ByteArrayInputStream(input), out, new DecodingRenderer(), new Log(NO_LOG),
-                "fuzz", new Entropy(URANDOM)).run();
+                "fuzz", new Entropy(URANDOM), false).run();
         assertEquals(0, status, "the loop ends normally");
 
         FrameReader reader = new FrameReader(new ByteArrayInputStream(out.toByteArray()), ANY);

@@ -127,15 +127,47 @@ class WorkerLoopTest {
         assertArrayEquals(new byte[] {9, 8}, out.get(4).body(), "a plain ECHO still echoes");
     }
 
+    @Test
+    void theProtocolWarmUpRunsBeforeHelloAndLeavesTheSessionAsItWas() throws Exception {
+        List<Frame> out = run(new Entropy(tmp.resolve("absent")), true, hello(),
+                Frame.of(FrameKind.ECHO, 2, new byte[] {3}));
+
+        assertEquals(List.of(FrameKind.READY, FrameKind.ECHO_REPLY), out.stream().map(Frame::kind).toList(),
+                "nothing of the warm-up reaches the answer stream");
+        List<String> lines = log().lines().toList();
+        int warm = indexOf(lines, "protocol warm-up: 10 frames in ");
+        int waiting = indexOf(lines, "waiting for HELLO");
+        assertTrue(warm >= 0 && warm < waiting, "the warm-up ends before HELLO is read: " + lines);
+    }
+
+    @Test
+    void aLoopForTestsDoesNotWarmUpTheProtocol() throws Exception {
+        run(new Entropy(tmp.resolve("absent")), hello());
+        assertTrue(log().lines().noneMatch(l -> l.contains("protocol warm-up")), log());
+    }
+
+    private static int indexOf(List<String> lines, String part) {
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).contains(part)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
     /** Feeds {@code requests} then end of input; returns every frame the loop wrote. */
     private List<Frame> run(Entropy entropy, Frame... requests) throws IOException {
+        return run(entropy, false, requests);
+    }
+
+    private List<Frame> run(Entropy entropy, boolean warmUpProtocol, Frame... requests) throws IOException {
         ByteArrayOutputStream in = new ByteArrayOutputStream();
         for (Frame f : requests) {
             in.write(FrameCodec.encode(f, ANY));
         }
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         int status = new WorkerLoop(new ByteArrayInputStream(in.toByteArray()), out, new StubRenderer(), log, "test",
-                entropy).run();
+                entropy, warmUpProtocol).run();
         assertEquals(0, status);
         FrameReader reader = new FrameReader(new ByteArrayInputStream(out.toByteArray()), ANY);
         List<Frame> frames = new ArrayList<>();
