@@ -6,7 +6,7 @@
 #
 # 1. packages the worker (renderer-worker/target/renderer-worker.jar) and the image builder,
 # 2. runs io.qvm.image.ImageBuildMain build: pinned .debs are fetched into $QVM_CACHE
-#    (default ~/.cache/qvm) and verified, and <out>/<arch>/{vmlinuz,initramfs.cpio.gz,
+#    (default ~/.cache/qvm) and verified, and <out>/<arch>/{vmlinuz,initramfs.cpio.lz4,
 #    manifest.json,SHA256SUMS} are written (default out: $QVM_IMAGE_DIR or out/image).
 # Needs: a JDK 17 (jlink), Maven, apt-get and dpkg-deb (Debian/Ubuntu host).
 set -euo pipefail

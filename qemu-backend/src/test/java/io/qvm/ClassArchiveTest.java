@@ -79,7 +79,7 @@ class ClassArchiveTest extends FakeQemuFixture {
             }
             assertEquals(1, kept().size(), "kept once");
             Path initrd = kept().get(0).resolve("initramfs.cpio");
-            byte[] image = Files.readAllBytes(host.imageRoot().resolve("x86_64/initramfs.cpio.gz"));
+            byte[] image = Files.readAllBytes(host.imageRoot().resolve("x86_64/initramfs.cpio.lz4"));
             byte[] combined = Files.readAllBytes(initrd);
             assertArrayEquals(image, Arrays.copyOf(combined, image.length), "the image's initramfs comes first, unchanged");
             String rest = new String(combined, image.length, combined.length - image.length, StandardCharsets.ISO_8859_1);

@@ -21,7 +21,7 @@ import java.util.function.Consumer;
 
 /**
  * Builds one guest image: pinned packages → {@code <out>/<arch>/} with exactly {@code vmlinuz},
- * {@code initramfs.cpio.gz}, {@code manifest.json} and {@code SHA256SUMS} (docs/CONTRACTS.md).
+ * {@code initramfs.cpio.lz4}, {@code manifest.json} and {@code SHA256SUMS} (docs/CONTRACTS.md).
  *
  * <pre>
  * ImageBuilder.Result r = ImageBuilder.builder()
@@ -33,7 +33,7 @@ import java.util.function.Consumer;
  *         .run();
  * </pre>
  *
- * <p>The same lock and worker jar give a bit-identical {@code initramfs.cpio.gz} on any host with
+ * <p>The same lock and worker jar give a bit-identical {@code initramfs.cpio.lz4} on any host with
  * a JDK 17 jlink (no apt, dpkg or /etc/apt needed: {@link PackageStore}; the deflate streams come
  * from the JDK's zlib, see adr/0010 for the one caveat): every
  * input is pinned by hash, archive entries are sorted with fixed metadata (see
@@ -289,12 +289,13 @@ public final class ImageBuilder {
     /**
      * The SHA-256 of what this builder generates itself (not taken from a pinned package): the
      * init, rendered from its template and the guest contract (for no modules and placeholder
-     * versions: those come from the lock, which {@link #upToDate} compares on its own), and the
-     * OCI config template for the fixed limits.
+     * versions: those come from the lock, which {@link #upToDate} compares on its own), the
+     * OCI config template for the fixed limits, and how the initramfs is packed
+     * ({@link InitramfsArchive#FORMAT}).
      */
     String recipe() {
-        return Sha256.of((InitScript.render("0", List.of(), "0") + "\n" + OciConfig.template(limits))
-                .getBytes(StandardCharsets.UTF_8));
+        return Sha256.of((InitScript.render("0", List.of(), "0") + "\n" + OciConfig.template(limits) + "\n"
+                + InitramfsArchive.FORMAT).getBytes(StandardCharsets.UTF_8));
     }
 
     private static long size(Path p) {

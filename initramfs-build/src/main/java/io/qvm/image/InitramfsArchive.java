@@ -9,28 +9,29 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
-import java.util.zip.Deflater;
-import java.util.zip.GZIPOutputStream;
 
 /**
- * Packs a staging directory into {@code initramfs.cpio.gz}, deterministically: entries sorted by
+ * Packs a staging directory into {@code initramfs.cpio.lz4}, deterministically: entries sorted by
  * path, modes normalised (directories and executables 0755, other files 0644, symlinks 0777),
  * uid/gid 0, one fixed mtime, inode numbers in order, plus a {@code dev/console} node (5:1) so
- * the init has a console before it mounts devtmpfs. Compressed with {@link GZIPOutputStream},
- * which writes a header without a file name and with mtime 0.
+ * the init has a console before it mounts devtmpfs. Compressed with
+ * {@link Lz4LegacyOutputStream}, whose output depends on the bytes alone.
  */
 public final class InitramfsArchive {
+    /** How the archive is packed: part of an image's recipe, so that a change of it rebuilds the image. */
+    static final String FORMAT = "cpio newc; LZ4 legacy, 8 MiB chunks, greedy, chain depth "
+            + Lz4LegacyOutputStream.CHAIN_DEPTH + ", ended by a zero chunk size and padded to 4 bytes";
+
     private InitramfsArchive() {
     }
 
-    /** Writes the archive of {@code root} to {@code target} (gzip, best compression). */
+    /** Writes the archive of {@code root} to {@code target} (LZ4, the kernel's legacy format). */
     public static void write(Path root, Path target, long mtime) throws IOException {
-        try (OutputStream fo = new BufferedOutputStream(Files.newOutputStream(target), 1 << 20);
-                GZIPOutputStream gz = new BestGzip(fo)) {
-            CpioWriter cpio = new CpioWriter(gz, mtime);
+        try (OutputStream lz = new Lz4LegacyOutputStream(new BufferedOutputStream(Files.newOutputStream(target),
+                1 << 20))) {
+            CpioWriter cpio = new CpioWriter(lz, mtime);
             writeTree(root, cpio);
             cpio.finish();
-            gz.finish();
         }
     }
 
@@ -65,14 +66,6 @@ public final class InitramfsArchive {
             } else {
                 throw new ImageException("cannot archive " + p + ": not a file, directory or symlink");
             }
-        }
-    }
-
-    /** gzip at level 9; the JDK's header carries no name and mtime 0. */
-    static final class BestGzip extends GZIPOutputStream {
-        BestGzip(OutputStream out) throws IOException {
-            super(out, 1 << 16);
-            def.setLevel(Deflater.BEST_COMPRESSION);
         }
     }
 }

@@ -54,9 +54,14 @@ public final class DocumentRenderHandler implements RenderHandler {
     /** {@code -Dqvm.warmup=false} skips the warm-up (measurements only). */
     public static final String WARM_UP_PROPERTY = "qvm.warmup";
 
+    /** Whether {@value #WARM_UP_PROPERTY} is {@code false}: this JVM skips every warm-up. */
+    static boolean warmUpSkipped() {
+        return "false".equals(System.getProperty(WARM_UP_PROPERTY));
+    }
+
     @Override
     public void warmUp() {
-        if ("false".equals(System.getProperty(WARM_UP_PROPERTY))) {
+        if (warmUpSkipped()) {
             log.info("warm-up skipped (" + WARM_UP_PROPERTY + "=false)");
             return;
         }

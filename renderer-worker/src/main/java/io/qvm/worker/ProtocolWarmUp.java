@@ -11,6 +11,7 @@ import io.qvm.protocol.FrameWriter;
 import io.qvm.protocol.Hello;
 import io.qvm.protocol.Limits;
 import io.qvm.protocol.Messages;
+import io.qvm.protocol.PngHeader;
 import io.qvm.protocol.Ready;
 import io.qvm.protocol.RenderRequest;
 import io.qvm.protocol.RenderResult;
@@ -39,7 +40,6 @@ import java.util.List;
 final class ProtocolWarmUp {
 
     private static final Limits LIMITS = new Limits(1 << 16, 1 << 16, 1 << 16, 256, 1, 60_000);
-    private static final byte[] PNG_SIGNATURE = {(byte) 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
     private ProtocolWarmUp() {
     }
@@ -64,7 +64,7 @@ final class ProtocolWarmUp {
                 Frame.of(FrameKind.STATUS, 3, (byte[]) null),
                 Messages.toFrame(WorkerStatus.of(0, new byte[WorkerStatus.RANDOM_BYTES], 0, 0), 3),
                 Messages.toFrame(request, 4),
-                Messages.toFrame(new RenderResult(PNG_SIGNATURE, 1, 1, 0), 4),
+                Messages.toFrame(new RenderResult(PngHeader.signature(), 1, 1, 0), 4),
                 Messages.toFrame(new ErrorReply(5, ErrorCode.BAD_REQUEST, "warm-up")),
                 Frame.of(FrameKind.GOODBYE, 6, (byte[]) null));
         ByteArrayOutputStream wire = new ByteArrayOutputStream();

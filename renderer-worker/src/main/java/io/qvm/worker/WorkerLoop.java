@@ -136,7 +136,7 @@ public final class WorkerLoop {
      * failure is one log line: the loop works without it.
      */
     private Thread warmUpProtocol() {
-        if (!warmUpProtocol || "false".equals(System.getProperty(DocumentRenderHandler.WARM_UP_PROPERTY))) {
+        if (!warmUpProtocol || DocumentRenderHandler.warmUpSkipped()) {
             return null;
         }
         Thread t = new Thread(() -> {

@@ -12,7 +12,7 @@ import java.util.Optional;
 
 /**
  * A built guest image as the backend uses it: one directory per architecture holding
- * {@code vmlinuz}, {@code initramfs.cpio.gz}, {@code manifest.json} and {@code SHA256SUMS}
+ * {@code vmlinuz}, {@code initramfs.cpio.lz4}, {@code manifest.json} and {@code SHA256SUMS}
  * (docs/CONTRACTS.md). {@link #load} refuses an image that {@link ImageDirectory#verify} finds a
  * problem with (incomplete, or files that do not match {@code SHA256SUMS}), so a truncated or
  * tampered initramfs never boots.

@@ -27,7 +27,7 @@ import java.util.Optional;
  * @param capabilities what that QEMU reported it supports (the argv follows it)
  * @param config      sizes and limits
  * @param kernel      the image's {@code vmlinuz}
- * @param initrd      the image's {@code initramfs.cpio.gz}
+ * @param initrd      the image's {@code initramfs.cpio.lz4}
  * @param qmpSocket   unix socket QEMU listens on for QMP
  * @param consoleLog  file receiving the guest's serial console
  * @param eventsLog   file receiving the guest init's events port ({@code qvm.events})

@@ -42,7 +42,7 @@ class GuestImageTest {
         Path dir = image();
         GuestImage img = GuestImage.load(root, Arch.X86_64);
         assertEquals(dir.resolve("vmlinuz"), img.kernel());
-        assertEquals(dir.resolve("initramfs.cpio.gz"), img.initrd());
+        assertEquals(dir.resolve("initramfs.cpio.lz4"), img.initrd());
         assertEquals("6.1.0-57-amd64", img.kernelVersion().orElseThrow());
         assertEquals(List.of("serial", "vsock"), img.transports());
         assertEquals(Sha256.of(dir.resolve("vmlinuz")), img.sha256().get("vmlinuz"));
@@ -54,10 +54,10 @@ class GuestImageTest {
         assertTrue(none.getMessage().startsWith("no guest image for x86_64 at " + root.resolve("x86_64") + "."),
                 none.getMessage());
         Path dir = image();
-        Files.writeString(dir.resolve("initramfs.cpio.gz"), "initramfs, patched");
+        Files.writeString(dir.resolve("initramfs.cpio.lz4"), "initramfs, patched");
         HostSetupException e = assertThrows(HostSetupException.class, () -> GuestImage.load(root, Arch.X86_64));
         assertEquals(HostSetupException.Problem.IMAGE_INVALID, e.problem());
-        assertTrue(e.getMessage().startsWith("checksum mismatch for " + dir.resolve("initramfs.cpio.gz")), e.getMessage());
+        assertTrue(e.getMessage().startsWith("checksum mismatch for " + dir.resolve("initramfs.cpio.lz4")), e.getMessage());
         assertTrue(e.getMessage().endsWith(". Build it with: ./qvm image build --arch x86_64 --out " + root),
                 e.getMessage());
     }

@@ -180,26 +180,26 @@ class ImageResolverTest {
         fillEveryPlace();
         for (Path dir : List.of(explicit.resolve("x86_64"), envDir.resolve("x86_64"),
                 cache.resolve("images").resolve("x86_64"))) {
-            Files.writeString(dir.resolve("initramfs.cpio.gz"), "initramfs, patched");
+            Files.writeString(dir.resolve("initramfs.cpio.lz4"), "initramfs, patched");
         }
         HostSetupException e = assertThrows(HostSetupException.class,
                 () -> resolver(true).imageDir(explicit).build().resolve(Arch.X86_64));
-        assertRefused(e, explicit.resolve("x86_64/initramfs.cpio.gz"), "./qvm image build --arch x86_64 --out " + explicit);
+        assertRefused(e, explicit.resolve("x86_64/initramfs.cpio.lz4"), "./qvm image build --arch x86_64 --out " + explicit);
 
         e = assertThrows(HostSetupException.class, () -> resolver(true).build().resolve(Arch.X86_64));
-        assertRefused(e, envDir.resolve("x86_64/initramfs.cpio.gz"), "--out " + envDir);
+        assertRefused(e, envDir.resolve("x86_64/initramfs.cpio.lz4"), "--out " + envDir);
 
         e = assertThrows(HostSetupException.class, () -> resolver(false).build().resolve(Arch.X86_64),
                 "the repository's sound image does not stand in for a damaged cache");
-        assertRefused(e, cache.resolve("images/x86_64/initramfs.cpio.gz"), "or remove " + cache.resolve("images/x86_64"));
+        assertRefused(e, cache.resolve("images/x86_64/initramfs.cpio.lz4"), "or remove " + cache.resolve("images/x86_64"));
 
         deleteTree(cache.resolve("images"));
         Path src = tmp.resolve("src-maven").resolve("x86_64");
         Map<String, byte[]> entries = TestImages.entries(src);
-        entries.put("initramfs.cpio.gz", "initramfs, patched".getBytes(StandardCharsets.UTF_8));
+        entries.put("initramfs.cpio.lz4", "initramfs, patched".getBytes(StandardCharsets.UTF_8));
         Path zip = TestImages.install(repo, VERSION, Arch.X86_64, entries);
         e = assertThrows(HostSetupException.class, () -> resolver(false).build().resolve(Arch.X86_64));
-        assertRefused(e, Path.of(zip + "!/initramfs.cpio.gz"), "delete " + zip + " and let Maven fetch "
+        assertRefused(e, Path.of(zip + "!/initramfs.cpio.lz4"), "delete " + zip + " and let Maven fetch "
                 + "io.qvm:qvm-image:1.2.3:zip:x86_64 again");
         assertTrue(e.getMessage().contains("The image artifact is damaged or was modified"), e.getMessage());
         assertEquals(List.of(), entries(cache.resolve("images-maven")), "a damaged zip leaves nothing in the cache");

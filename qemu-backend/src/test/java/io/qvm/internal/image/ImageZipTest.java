@@ -92,7 +92,7 @@ class ImageZipTest {
     @Test
     void anEntryThatIsNoPartOfAnImageIsRefused() throws IOException {
         refused(soundWith("init.sh", "#!/bin/sh"), resolver(), "holds an unexpected entry 'init.sh' (an image zip holds "
-                + "only vmlinuz, initramfs.cpio.gz, manifest.json, SHA256SUMS and sbom.cdx.json, SHA256SUMS.asc)");
+                + "only vmlinuz, initramfs.cpio.lz4, manifest.json, SHA256SUMS and sbom.cdx.json, SHA256SUMS.asc)");
         Map<String, byte[]> noSums = new LinkedHashMap<>(sound);
         noSums.remove("SHA256SUMS");
         refused(noSums, resolver(), "lacks SHA256SUMS");
@@ -100,8 +100,8 @@ class ImageZipTest {
 
     @Test
     void anEntryLargerThanTheCapIsRefusedAndSoAreEntriesLargerTogether() throws IOException {
-        refused(soundWith("initramfs.cpio.gz", "x".repeat(4096)), resolver().zipLimits(1024, 1 << 20),
-                "entry initramfs.cpio.gz of the image artifact");
+        refused(soundWith("initramfs.cpio.lz4", "x".repeat(4096)), resolver().zipLimits(1024, 1 << 20),
+                "entry initramfs.cpio.lz4 of the image artifact");
         // each entry under the cap, all of them above the total (counted on the bytes inflated)
         refused(soundWith("sbom.cdx.json", "y".repeat(900)), resolver().zipLimits(1000, 1000), "inflate to more than");
         assertTrue(resolver().zipLimits(1000, 4000).build().resolve(Arch.X86_64).dir().startsWith(cache),

@@ -26,7 +26,7 @@ final class GoldenCases {
                 .qemu(Path.of(bin), QemuVersion.of(version)).capabilities(capabilities(os, host, guest, version))
                 .config(CONFIG)
                 .image(Path.of(img + guest.qemuName() + "/vmlinuz"),
-                        Path.of(img + guest.qemuName() + "/initramfs.cpio.gz"))
+                        Path.of(img + guest.qemuName() + "/initramfs.cpio.lz4"))
                 .qmpSocket(Path.of(run + "/qmp.sock")).consoleLog(Path.of(run + "/console.log")).eventsLog(Path.of(run + "/events.log"))
                 .pidFile(Path.of(run + "/qemu.pid")).controlSocket(Path.of(run + "/control.sock"))
                 .transport(new GuestTransport.Serial(Path.of(run + "/worker.sock")));
@@ -106,7 +106,7 @@ final class GoldenCases {
                 .capabilities(QemuBuilds.capabilities("windows-x86_64"))
                 .config(CONFIG)
                 .image(Path.of("C:\\qvm\\out\\image\\x86_64\\vmlinuz"),
-                        Path.of("C:\\qvm\\out\\image\\x86_64\\initramfs.cpio.gz"))
+                        Path.of("C:\\qvm\\out\\image\\x86_64\\initramfs.cpio.lz4"))
                 .qmpSocket(Path.of(win + "qmp.sock")).consoleLog(Path.of(win + "console.log")).eventsLog(Path.of(win + "events.log"))
                 .pidFile(Path.of(win + "qemu.pid")).controlSocket(Path.of(win + "control.sock"))
                 .transport(new GuestTransport.Serial(Path.of(win + "worker.sock")))

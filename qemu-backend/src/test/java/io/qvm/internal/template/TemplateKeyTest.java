@@ -70,7 +70,7 @@ class TemplateKeyTest {
         return QemuCommandInput.builder().host(HostOs.LINUX, Arch.X86_64).guestArch(Arch.X86_64)
                 .accelerator(Accelerator.TCG).qemu(bin, QemuVersion.of(version))
                 .capabilities(io.qvm.internal.probe.QemuBuilds.capabilities("debian-12-backports-x86_64")).config(config)
-                .image(Path.of("/srv/qvm/out/image/x86_64/vmlinuz"), Path.of("/srv/qvm/out/image/x86_64/initramfs.cpio.gz"))
+                .image(Path.of("/srv/qvm/out/image/x86_64/vmlinuz"), Path.of("/srv/qvm/out/image/x86_64/initramfs.cpio.lz4"))
                 .qmpSocket(Path.of(run + "/qmp.sock")).consoleLog(Path.of(run + "/console.log")).eventsLog(Path.of(run + "/events.log"))
                 .pidFile(Path.of(run + "/qemu.pid")).controlSocket(Path.of(run + "/control.sock"))
                 .transport(new GuestTransport.Serial(Path.of(run + "/worker.sock")));
@@ -129,11 +129,11 @@ class TemplateKeyTest {
     @Test
     void theInputsAreTheDocumentedOnes() {
         Map<String, String> in = base().inputs();
-        assertEquals(Set.of("format", "mode", "argv", "image.vmlinuz", "image.initramfs.cpio.gz", "image.manifest.json",
+        assertEquals(Set.of("format", "mode", "argv", "image.vmlinuz", "image.initramfs.cpio.lz4", "image.manifest.json",
                 "qemu.binary", "qemu.version", "qemu.size", "qemu.mtime"), in.keySet());
         assertEquals(TemplateKey.FORMAT, in.get("format"));
         assertEquals("shared-ram", in.get("mode"));
-        assertEquals("2".repeat(64), in.get("image.initramfs.cpio.gz"));
+        assertEquals("2".repeat(64), in.get("image.initramfs.cpio.lz4"));
         assertEquals(qemuBinary.toString(), in.get("qemu.binary"));
         assertEquals(VERSION, in.get("qemu.version"));
         assertEquals(Long.toString("not really qemu\n".length()), in.get("qemu.size"));
@@ -212,7 +212,7 @@ class TemplateKeyTest {
     void perRunPathsDoNotChangeTheKey() {
         TemplateKey key = base();
         QemuCommandInput elsewhere = input("/tmp/qvm-other/s99", qemuBinary, VERSION, CONFIG)
-                .image(Path.of("/opt/images/x86_64/vmlinuz"), Path.of("/opt/images/x86_64/initramfs.cpio.gz"))
+                .image(Path.of("/opt/images/x86_64/vmlinuz"), Path.of("/opt/images/x86_64/initramfs.cpio.lz4"))
                 .build();
         assertEquals(key, TemplateKey.of(elsewhere, TemplateMode.SHARED_RAM, image(), qemu()), "sockets, console, pid");
         assertEquals(key, TemplateKey.of(input().build(), TemplateMode.SHARED_RAM,

@@ -10,7 +10,7 @@ import java.util.function.Consumer;
 /**
  * What the {@code qvm image …} commands and {@code qvm up} need of the image builder: build,
  * verify and describe an image directory ({@code <outDir>/<arch>/} holding {@code vmlinuz},
- * {@code initramfs.cpio.gz}, {@code manifest.json}, {@code SHA256SUMS}; see docs/CONTRACTS.md).
+ * {@code initramfs.cpio.lz4}, {@code manifest.json}, {@code SHA256SUMS}; see docs/CONTRACTS.md).
  * {@link BuilderImageTool} is the real one (module {@code initramfs-build}); the CLI's tests give
  * the commands a small one that writes the same layout.
  *

@@ -20,12 +20,12 @@ import java.util.function.Consumer;
 
 /**
  * An {@link ImageTool} that "builds" a tiny image directory with the real layout (vmlinuz,
- * initramfs.cpio.gz, manifest.json, SHA256SUMS) and verifies it the way the real one does.
+ * initramfs.cpio.lz4, manifest.json, SHA256SUMS) and verifies it the way the real one does.
  */
 class FakeImageTool implements ImageTool {
 
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final List<String> FILES = List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json");
+    private static final List<String> FILES = List.of("vmlinuz", "initramfs.cpio.lz4", "manifest.json");
 
     @Override
     public String name() {
@@ -48,12 +48,12 @@ class FakeImageTool implements ImageTool {
             progress.accept("building the fake " + arch.qemuName() + " image into " + dir);
             Files.createDirectories(dir);
             Files.writeString(dir.resolve("vmlinuz"), "kernel for " + arch.qemuName());
-            Files.writeString(dir.resolve("initramfs.cpio.gz"), "initramfs");
+            Files.writeString(dir.resolve("initramfs.cpio.lz4"), "initramfs");
             ObjectNode m = JSON.createObjectNode();
             m.put("arch", arch.qemuName());
             m.putObject("kernel").put("version", "6.1.0-fake");
             var outs = m.putArray("outputs");
-            for (String f : List.of("vmlinuz", "initramfs.cpio.gz")) {
+            for (String f : List.of("vmlinuz", "initramfs.cpio.lz4")) {
                 outs.addObject().put("name", f).put("size", Files.size(dir.resolve(f))).put("sha256", sha(dir.resolve(f)));
             }
             Files.writeString(dir.resolve("manifest.json"), m.toPrettyString());

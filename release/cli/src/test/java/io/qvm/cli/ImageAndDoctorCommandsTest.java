@@ -46,11 +46,11 @@ class ImageAndDoctorCommandsTest {
         assertEquals(0, info.exit(), info.toString());
         assertTrue(info.out().contains("(verified)") && info.out().contains("vmlinuz"), info.out());
 
-        Files.writeString(images.resolve("aarch64/initramfs.cpio.gz"), "tampered");
+        Files.writeString(images.resolve("aarch64/initramfs.cpio.lz4"), "tampered");
         CliRun.Result verify = CliRun.run(ctx, "image", "verify", "--arch", "aarch64", "--json");
         assertEquals(8, verify.exit(), verify.toString());
         assertFalse(verify.json().path("ok").asBoolean());
-        assertTrue(verify.json().path("problems").get(0).asText().startsWith("initramfs.cpio.gz: sha256"));
+        assertTrue(verify.json().path("problems").get(0).asText().startsWith("initramfs.cpio.lz4: sha256"));
 
         CliRun.Result missing = CliRun.run(ctx, "image", "verify", "--arch", "x86_64", "--out", tmp.resolve("none").toString());
         assertEquals(8, missing.exit(), missing.toString());

@@ -71,7 +71,7 @@ public final class ContainerImage {
         for (Path jar : list(cliDir.resolve("lib"), ".jar")) {
             layer.file("opt/qvm/lib/" + jar.getFileName(), 0644, jar);
         }
-        for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS")) {
+        for (String f : List.of("vmlinuz", "initramfs.cpio.lz4", "manifest.json", "SHA256SUMS")) {
             Path p = guestImageDir.resolve(f);
             if (!Files.isRegularFile(p)) {
                 throw new IllegalArgumentException("the guest image " + guestImageDir + " has no " + f

@@ -35,7 +35,7 @@ class OciImageTest {
         Files.writeString(cli.resolve("lib/a.jar"), "a");
         Path image = tmp.resolve(name + "-image");
         Files.createDirectories(image);
-        for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS")) {
+        for (String f : List.of("vmlinuz", "initramfs.cpio.lz4", "manifest.json", "SHA256SUMS")) {
             Files.writeString(image.resolve(f), f);
         }
         Layer l = new Layer();

@@ -3,6 +3,7 @@ package io.qvm.bench;
 import io.qvm.protocol.Messages;
 import io.qvm.QemuVmBackend;
 import io.qvm.SandboxConfig;
+import io.qvm.image.Lz4LegacyInputStream;
 import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.FrameLimits;
@@ -29,7 +30,6 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.zip.GZIPInputStream;
 
 /**
  * The renderer without qvm's VM, for comparison: the worker's own code driven over the same frame
@@ -158,7 +158,7 @@ final class HostWorkers {
         Path root = Files.createTempDirectory(work, "runsc-");
         try {
             Path initrd = imageRoot.resolve(io.qvm.protocol.image.Arch.fromOsArch(System.getProperty("os.arch"))
-                    .orElseThrow().qemuName()).resolve("initramfs.cpio.gz");
+                    .orElseThrow().qemuName()).resolve("initramfs.cpio.lz4");
             extractNewc(initrd, root);
             Path bundle = root.resolve("bundle");
             String config = Files.readString(bundle.resolve("config.json.template"))
@@ -197,9 +197,9 @@ final class HostWorkers {
         }
     }
 
-    /** Extracts a gzip'd cpio "newc" archive (files, directories, symlinks) under {@code dir}. */
+    /** Extracts an LZ4-compressed (the kernel's legacy format) cpio "newc" archive (files, directories, symlinks) under {@code dir}. */
     static void extractNewc(Path archive, Path dir) throws IOException {
-        try (InputStream in = new BufferedInputStream(new GZIPInputStream(Files.newInputStream(archive), 1 << 16))) {
+        try (InputStream in = new BufferedInputStream(new Lz4LegacyInputStream(Files.newInputStream(archive)), 1 << 16)) {
             while (true) {
                 byte[] h = in.readNBytes(110);
                 if (h.length < 110) {

@@ -1,5 +1,6 @@
 package io.qvm.release;
 
+import io.qvm.image.Lz4LegacyInputStream;
 import io.qvm.protocol.util.Sha256;
 import java.io.BufferedInputStream;
 import java.io.IOException;
@@ -7,13 +8,12 @@ import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
-import java.util.zip.GZIPInputStream;
 import org.apache.commons.compress.archivers.cpio.CpioArchiveEntry;
 import org.apache.commons.compress.archivers.cpio.CpioArchiveInputStream;
 
 /**
- * Reads an image's {@code initramfs.cpio.gz} (gzip over cpio "newc", as {@code CpioWriter}
- * writes it) with Commons Compress: one entry's bytes, or the first entry where two archives
+ * Reads an image's {@code initramfs.cpio.lz4} (LZ4's legacy format over cpio "newc", as
+ * {@code InitramfsArchive} writes it) with {@link Lz4LegacyInputStream} and Commons Compress: one entry's bytes, or the first entry where two archives
  * differ — the why of a build that was not reproducible.
  */
 public final class InitramfsReader {
@@ -81,13 +81,13 @@ public final class InitramfsReader {
                 e.getTime(), e.getSize());
     }
 
-    private static CpioArchiveInputStream open(Path gz) throws IOException {
-        InputStream in = new BufferedInputStream(Files.newInputStream(gz), 1 << 16);
+    private static CpioArchiveInputStream open(Path lz4) throws IOException {
+        InputStream in = new BufferedInputStream(Files.newInputStream(lz4), 1 << 16);
         try {
-            return new CpioArchiveInputStream(new GZIPInputStream(in, 1 << 16));
+            return new CpioArchiveInputStream(new BufferedInputStream(new Lz4LegacyInputStream(in), 1 << 16));
         } catch (IOException e) {
             in.close();
-            throw new IOException(gz + " is not a gzip-compressed archive: " + e.getMessage(), e);
+            throw new IOException(lz4 + " is not an LZ4-compressed archive: " + e.getMessage(), e);
         }
     }
 }

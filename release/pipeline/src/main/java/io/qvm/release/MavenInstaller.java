@@ -121,7 +121,7 @@ public final class MavenInstaller {
         m.setPackaging("pom");
         m.setName("qvm guest images");
         m.setDescription("qvm's guest images, proven on a real host before publishing: per architecture a zip "
-                + "(classifier x86_64, aarch64: vmlinuz, initramfs.cpio.gz, manifest.json, SHA256SUMS, "
+                + "(classifier x86_64, aarch64: vmlinuz, initramfs.cpio.lz4, manifest.json, SHA256SUMS, "
                 + "sbom.cdx.json) and its manifest.json (same classifier, type json).");
         try (Writer w = Files.newBufferedWriter(file, StandardCharsets.UTF_8)) {
             new MavenXpp3Writer().write(w, m);

@@ -15,7 +15,7 @@ import java.util.stream.Stream;
 /**
  * The reproducibility check of a release: two builds of one architecture, from the same lock,
  * into two fresh directories, compared byte for byte, every file. A difference names the file
- * and both SHA-256s; for {@code initramfs.cpio.gz} also the first archive entry that differs
+ * and both SHA-256s; for {@code initramfs.cpio.lz4} also the first archive entry that differs
  * ({@link InitramfsReader#firstDifference}), which is where the cause is.
  */
 public final class Reproducibility {

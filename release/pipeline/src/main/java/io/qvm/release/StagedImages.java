@@ -7,7 +7,7 @@ import java.util.Objects;
 
 /**
  * The images of a release as staged, before anything is published:
- * {@code OUT/.staging-<random>/<version>/<arch>/} with {@code vmlinuz}, {@code initramfs.cpio.gz},
+ * {@code OUT/.staging-<random>/<version>/<arch>/} with {@code vmlinuz}, {@code initramfs.cpio.lz4},
  * {@code manifest.json}, {@code SHA256SUMS} and {@code sbom.cdx.json}, and the release's own
  * {@code SHA256SUMS} next to the architecture directories. {@link #root()} is an image root as the
  * backend reads one ({@code QemuVmBackend.builder().imageDir(root)}): the gate boots exactly these

@@ -24,9 +24,9 @@ class ChecksumsTest {
     void recordsEveryFileAndRefusesAMismatchedChecksum() throws Exception {
         Files.createDirectories(dir.resolve("x86_64"));
         Files.writeString(dir.resolve("x86_64/vmlinuz"), "kernel");
-        Files.writeString(dir.resolve("x86_64/initramfs.cpio.gz"), "initramfs");
+        Files.writeString(dir.resolve("x86_64/initramfs.cpio.lz4"), "initramfs");
         Checksums.write(dir);
-        assertEquals(List.of(Sha256.of("initramfs".getBytes()) + "  x86_64/initramfs.cpio.gz",
+        assertEquals(List.of(Sha256.of("initramfs".getBytes()) + "  x86_64/initramfs.cpio.lz4",
                 Sha256.of("kernel".getBytes()) + "  x86_64/vmlinuz"), Files.readAllLines(dir.resolve("SHA256SUMS")));
         assertEquals(List.of(), Checksums.verify(dir));
 
@@ -37,11 +37,11 @@ class ChecksumsTest {
                 problems);
 
         Files.writeString(dir.resolve("x86_64/vmlinuz"), "kernel");
-        Files.delete(dir.resolve("x86_64/initramfs.cpio.gz"));
+        Files.delete(dir.resolve("x86_64/initramfs.cpio.lz4"));
         Files.writeString(dir.resolve("x86_64/new"), "?");
         problems = Checksums.verify(dir);
         assertEquals(2, problems.size(), problems.toString());
-        assertTrue(problems.get(0).startsWith("x86_64/initramfs.cpio.gz is missing"), problems.toString());
+        assertTrue(problems.get(0).startsWith("x86_64/initramfs.cpio.lz4 is missing"), problems.toString());
         assertTrue(problems.get(1).startsWith("x86_64/new is not in SHA256SUMS"), problems.toString());
     }
 

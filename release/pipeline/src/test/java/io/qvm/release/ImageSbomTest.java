@@ -42,7 +42,7 @@ class ImageSbomTest {
                 new ImageManifest.WorkerJar(OciConfig.WORKER_JAR, Sha256.of(jar), jar.length), null, 0,
                 entries.stream().map(e -> new ImageManifest.Input(e.name(), e.role().id(), e.suite(), e.version(),
                         e.architecture(), e.sha256())).toList(),
-                List.of(new ImageManifest.Output("initramfs.cpio.gz", "a".repeat(64), 10),
+                List.of(new ImageManifest.Output("initramfs.cpio.lz4", "a".repeat(64), 10),
                         new ImageManifest.Output("vmlinuz", "b".repeat(64), 20)), null, null, true);
     }
 
@@ -67,7 +67,7 @@ class ImageSbomTest {
 
         Component image = bom.getMetadata().getComponent();
         assertEquals("pkg:maven/io.qvm/qvm-image@9.9.9?classifier=" + arch.id() + "&type=zip", image.getPurl());
-        assertEquals("a".repeat(64), property(image, "qvm:sha256:initramfs.cpio.gz").orElseThrow());
+        assertEquals("a".repeat(64), property(image, "qvm:sha256:initramfs.cpio.lz4").orElseThrow());
 
         Map<String, Component> debs = bom.getComponents().stream()
                 .filter(c -> property(c, ImageSbom.ECOSYSTEM).orElse("").equals("debian"))

@@ -42,7 +42,7 @@ class MavenInstallerTest {
         Map<Arch, Path> manifests = new LinkedHashMap<>();
         for (Arch a : Arch.values()) {
             Path dir = Files.createDirectories(tmp.resolve("image").resolve(a.id()));
-            for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
+            for (String f : List.of("vmlinuz", "initramfs.cpio.lz4", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
                 Files.writeString(dir.resolve(f), f + " of " + a);
             }
             Path zip = tmp.resolve(a.id() + ".zip");
@@ -64,10 +64,10 @@ class MavenInstallerTest {
             assertEquals(-1, Files.mismatch(zips.get(a), MavenInstaller.path(repo, v, a.id(), "zip")));
             assertEquals("manifest.json of " + a, Files.readString(MavenInstaller.path(repo, v, a.id(), "json")));
             try (ZipFile z = new ZipFile(MavenInstaller.path(repo, v, a.id(), "zip").toFile())) {
-                assertEquals(List.of("SHA256SUMS", "initramfs.cpio.gz", "manifest.json", "sbom.cdx.json", "vmlinuz"),
+                assertEquals(List.of("SHA256SUMS", "initramfs.cpio.lz4", "manifest.json", "sbom.cdx.json", "vmlinuz"),
                         z.stream().map(java.util.zip.ZipEntry::getName).toList());
-                assertEquals("initramfs.cpio.gz of " + a,
-                        new String(z.getInputStream(z.getEntry("initramfs.cpio.gz")).readAllBytes()));
+                assertEquals("initramfs.cpio.lz4 of " + a,
+                        new String(z.getInputStream(z.getEntry("initramfs.cpio.lz4")).readAllBytes()));
             }
         }
         try (Reader r = Files.newBufferedReader(base.resolve("qvm-image-0.1.0-SNAPSHOT.pom"))) {
@@ -143,12 +143,12 @@ class MavenInstallerTest {
     @Test
     void theImageZipIsTheSameBytesEveryTimeAndHoldsTheImageOnly() throws Exception {
         Path dir = Files.createDirectories(tmp.resolve("img"));
-        for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS")) {
+        for (String f : List.of("vmlinuz", "initramfs.cpio.lz4", "manifest.json", "SHA256SUMS")) {
             Files.writeString(dir.resolve(f), f);
         }
         ImageZipWriter.write(dir, tmp.resolve("1.zip"));
-        assertEquals(Map.of("vmlinuz", Sha256.of("vmlinuz".getBytes()), "initramfs.cpio.gz",
-                Sha256.of("initramfs.cpio.gz".getBytes()), "manifest.json", Sha256.of("manifest.json".getBytes()),
+        assertEquals(Map.of("vmlinuz", Sha256.of("vmlinuz".getBytes()), "initramfs.cpio.lz4",
+                Sha256.of("initramfs.cpio.lz4".getBytes()), "manifest.json", Sha256.of("manifest.json".getBytes()),
                 "SHA256SUMS", Sha256.of("SHA256SUMS".getBytes())), ImageZipWriter.sha256(tmp.resolve("1.zip")),
                 "each entry's SHA-256, as the release checks it before the install");
         Files.setLastModifiedTime(dir.resolve("vmlinuz"), java.nio.file.attribute.FileTime.fromMillis(0));

@@ -56,7 +56,7 @@ class ReleaseE2ETest {
         }
         assertTrue(r.steps().stream().noneMatch(s -> s.name().endsWith(":clones")), "the quick gate has no clones step");
         Path published = out.resolve(r.version());
-        for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
+        for (String f : List.of("vmlinuz", "initramfs.cpio.lz4", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
             assertTrue(Files.isRegularFile(published.resolve(HOST.id()).resolve(f)), f);
         }
         for (String f : List.of("SHA256SUMS", "release.json", "release.md")) {

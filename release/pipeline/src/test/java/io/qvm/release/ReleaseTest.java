@@ -89,7 +89,7 @@ class ReleaseTest {
         Path rel = out().resolve(V);
         assertEquals(rel, r.published().orElseThrow());
         for (Arch a : Release.ARCHS) {
-            assertEquals(List.of("SHA256SUMS", "initramfs.cpio.gz", "manifest.json", "sbom.cdx.json", "vmlinuz"),
+            assertEquals(List.of("SHA256SUMS", "initramfs.cpio.lz4", "manifest.json", "sbom.cdx.json", "vmlinuz"),
                     names(rel.resolve(a.id())));
             assertTrue(ImageDirectory.verify(rel.resolve(a.id()), a).ok());
         }
@@ -140,7 +140,7 @@ class ReleaseTest {
                             tmp.resolve("home").toString(), "Linux"))
                     .mavenRepository(new LocalMavenRepository(repo(), "the test's")).version(V).build().resolve(a);
             assertEquals(ImageResolver.Source.MAVEN_REPOSITORY, found.source());
-            for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
+            for (String f : List.of("vmlinuz", "initramfs.cpio.lz4", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
                 assertEquals(-1, Files.mismatch(found.dir().resolve(f), rel.resolve(a.id()).resolve(f)), f);
             }
         }
@@ -237,7 +237,7 @@ class ReleaseTest {
             progress.add(line);
             if (line.equals("maven-install …")) {
                 try {
-                    Path f = out().resolve(V).resolve("aarch64").resolve("initramfs.cpio.gz");
+                    Path f = out().resolve(V).resolve("aarch64").resolve("initramfs.cpio.lz4");
                     byte[] b = Files.readAllBytes(f);
                     b[b.length / 2] ^= 1;
                     Files.write(f, b);
@@ -250,7 +250,7 @@ class ReleaseTest {
         ReleaseStep failed = r.failure().orElseThrow();
         assertEquals("maven-install", failed.name());
         assertTrue(failed.evidence().contains("qvm-image-" + V + "-aarch64.zip: checksum mismatch for "
-                + "initramfs.cpio.gz: recorded sha256 "), failed.evidence());
+                + "initramfs.cpio.lz4: recorded sha256 "), failed.evidence());
         assertNothingPublished(r);
     }
 
@@ -273,7 +273,7 @@ class ReleaseTest {
 
         ReleaseStep failed = r.failure().orElseThrow();
         assertEquals("reproduce:x86_64", failed.name());
-        assertTrue(failed.evidence().matches("(?s).*initramfs\\.cpio\\.gz differs: first build sha256 [0-9a-f]{64}, "
+        assertTrue(failed.evidence().matches("(?s).*initramfs\\.cpio\\.lz4 differs: first build sha256 [0-9a-f]{64}, "
                 + "second build sha256 [0-9a-f]{64}.*"), failed.evidence());
         assertTrue(failed.evidence().contains("etc/build-id"), "the entry that differs: " + failed.evidence());
         assertNothingPublished(r);
@@ -408,7 +408,7 @@ class ReleaseTest {
                     .mavenRepository(new LocalMavenRepository(tmp.resolve("server-m2"), "the server's")).version(V),
                     pins).build().resolve(Arch.X86_64);
             assertEquals(ImageResolver.Source.REMOTE_REPOSITORY, found.source());
-            for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
+            for (String f : List.of("vmlinuz", "initramfs.cpio.lz4", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
                 assertEquals(-1, Files.mismatch(found.dir().resolve(f), rel.resolve("x86_64").resolve(f)), f);
             }
             ImageSignature.trusting(key.writePublic(tmp.resolve("release.pub.asc"))).check(found.image());
@@ -629,7 +629,7 @@ class ReleaseTest {
         Release.Result again = release(new SyntheticImages(LOCK), ScriptedGate.passing()).version(snapshot).build().run();
         assertTrue(again.ok(), () -> again.failure().toString());
         Map<String, String> zipped = ImageZipWriter.sha256(zip);
-        for (String f : List.of("vmlinuz", "initramfs.cpio.gz", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
+        for (String f : List.of("vmlinuz", "initramfs.cpio.lz4", "manifest.json", "SHA256SUMS", "sbom.cdx.json")) {
             assertEquals(Sha256.of(out().resolve(snapshot).resolve("x86_64").resolve(f)), zipped.get(f), f);
         }
         assertTrue(again.steps().get(0).evidence().contains("replaces the installed " + snapshot),

@@ -62,8 +62,8 @@ class ReproducibilityTest {
         Files.writeString(sb.resolve("bundle/rootfs/opt/qvm/jre/lib/modules"), "modules B");
         Path a = Files.createDirectories(tmp.resolve("a/x86_64"));
         Path b = Files.createDirectories(tmp.resolve("b/x86_64"));
-        InitramfsArchive.write(sa, a.resolve("initramfs.cpio.gz"), 0);
-        InitramfsArchive.write(sb, b.resolve("initramfs.cpio.gz"), 0);
+        InitramfsArchive.write(sa, a.resolve("initramfs.cpio.lz4"), 0);
+        InitramfsArchive.write(sb, b.resolve("initramfs.cpio.lz4"), 0);
 
         List<Reproducibility.Difference> d = Reproducibility.compare(tmp.resolve("a"), tmp.resolve("b"));
         assertEquals(1, d.size());
@@ -72,7 +72,7 @@ class ReproducibilityTest {
                 d.get(0).detail());
 
         Files.writeString(sb.resolve("bundle/rootfs/opt/qvm/jre/lib/modules"), "modules A");
-        InitramfsArchive.write(sb, b.resolve("initramfs.cpio.gz"), 1);
+        InitramfsArchive.write(sb, b.resolve("initramfs.cpio.lz4"), 1);
         assertTrue(Reproducibility.compare(tmp.resolve("a"), tmp.resolve("b")).get(0).detail().contains("mtime 0"),
                 "a timestamp difference is named too");
     }

@@ -61,7 +61,7 @@ class SelftestTest {
         assertEquals(Selftest.sha256(tmp.resolve("host/bin/qemu-system-x86_64")), r.qemu().sha256());
         assertNull(r.qemu().problem());
         assertEquals(Selftest.sha256(host.imageRoot().resolve("x86_64/vmlinuz")), r.image().files().get("vmlinuz"));
-        assertTrue(r.image().files().containsKey("initramfs.cpio.gz"), r.image().files().toString());
+        assertTrue(r.image().files().containsKey("initramfs.cpio.lz4"), r.image().files().toString());
         assertEquals(List.of("x86_64:boot", "x86_64:handshake", "x86_64:render-svg", "x86_64:render-pdf", "x86_64:clones", "x86_64:stop",
                 "x86_64:nothing-left"), r.steps().stream().map(ReleaseStep::name).toList());
         assertEquals("short", r.suite());

@@ -2,6 +2,7 @@ package io.qvm.protocol;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Set;
 
 /**
@@ -51,6 +52,17 @@ public record PngHeader(int width, int height, int bitDepth, int colourType, boo
     private static final byte[] SIGNATURE = {(byte) 0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
     private static final int IHDR_END = 33;
 
+    /** The eight bytes every PNG starts with (a copy). */
+    public static byte[] signature() {
+        return SIGNATURE.clone();
+    }
+
+    /** Whether {@code png} starts with {@link #signature() the PNG signature}. */
+    public static boolean startsWithSignature(byte[] png) {
+        return png.length >= SIGNATURE.length
+                && Arrays.equals(png, 0, SIGNATURE.length, SIGNATURE, 0, SIGNATURE.length);
+    }
+
     public PngHeader {
         if (width < 1 || height < 1) {
             throw new IllegalArgumentException("width and height must be at least 1");
@@ -72,10 +84,8 @@ public record PngHeader(int width, int height, int bitDepth, int colourType, boo
             throw new IllegalArgumentException("a PNG of " + png.length + " bytes is too short for its header and IEND");
         }
         ByteBuffer b = ByteBuffer.wrap(png);
-        for (int i = 0; i < SIGNATURE.length; i++) {
-            if (png[i] != SIGNATURE[i]) {
-                throw new IllegalArgumentException("the PNG signature is missing");
-            }
+        if (!startsWithSignature(png)) {
+            throw new IllegalArgumentException("the PNG signature is missing");
         }
         if (b.getInt(8) != 13 || !"IHDR".equals(type(png, 12))) {
             throw new IllegalArgumentException("the PNG does not start with a 13-byte IHDR chunk");

@@ -28,9 +28,6 @@ import java.util.Objects;
  */
 public record RenderResult(byte[] png, int width, int height, long renderMillis) {
 
-    /** The eight bytes every PNG starts with. */
-    private static final byte[] PNG_SIGNATURE = {(byte) 0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-
     public RenderResult {
         Objects.requireNonNull(png, "png");
         if (width < 1 || height < 1) {
@@ -39,8 +36,7 @@ public record RenderResult(byte[] png, int width, int height, long renderMillis)
         if (renderMillis < 0) {
             throw new IllegalArgumentException("renderMillis must not be negative");
         }
-        if (png.length < PNG_SIGNATURE.length
-                || !Arrays.equals(png, 0, PNG_SIGNATURE.length, PNG_SIGNATURE, 0, PNG_SIGNATURE.length)) {
+        if (!PngHeader.startsWithSignature(png)) {
             throw new IllegalArgumentException("the body is not a PNG");
         }
     }

@@ -110,6 +110,23 @@ class PngHeaderTest {
     // ---- what the worker writes ---------------------------------------------------------------
 
     @Test
+    void theSignatureIsTheOneEveryPngStartsWithAndCannotBeChanged() {
+        byte[] png = png(3, 2, BufferedImage.TYPE_INT_ARGB);
+        byte[] sig = PngHeader.signature();
+        assertEquals(8, sig.length);
+        assertTrue(Arrays.equals(png, 0, 8, sig, 0, 8));
+        assertTrue(PngHeader.startsWithSignature(png));
+        sig[1] = 'X';
+        assertEquals('P', PngHeader.signature()[1], "a copy each time");
+        assertTrue(PngHeader.startsWithSignature(PngHeader.signature()));
+        assertFalse(PngHeader.startsWithSignature(Arrays.copyOf(png, 7)), "shorter than the signature");
+        assertFalse(PngHeader.startsWithSignature(new byte[0]));
+        byte[] bent = png.clone();
+        bent[7] ^= 1;
+        assertFalse(PngHeader.startsWithSignature(bent));
+    }
+
+    @Test
     void thePngsTheWorkerWritesAreReadWithTheirSize() {
         PngHeader argb = PngHeader.read(png(300, 200, BufferedImage.TYPE_INT_ARGB));
         assertEquals(new PngHeader(300, 200, 8, 6, false), argb);

@@ -19,7 +19,7 @@ import java.util.Optional;
 public final class ImageDirectory {
 
     public static final String KERNEL = "vmlinuz";
-    public static final String INITRAMFS = "initramfs.cpio.gz";
+    public static final String INITRAMFS = "initramfs.cpio.lz4";
     public static final String MANIFEST = "manifest.json";
     public static final String SHA256SUMS = "SHA256SUMS";
     /** Where the worker's root file system lies in the initramfs (the OCI bundle's {@code rootfs}). */

@@ -95,8 +95,8 @@ class ImageDirectoryTest {
     @Test
     void missingUnlistedOutsideAndMalformedAreProblems() throws IOException {
         Path dir = image("x86_64");
-        Files.delete(dir.resolve("initramfs.cpio.gz"));
-        assertEquals(List.of("the guest image at " + dir + " is missing initramfs.cpio.gz"),
+        Files.delete(dir.resolve("initramfs.cpio.lz4"));
+        assertEquals(List.of("the guest image at " + dir + " is missing initramfs.cpio.lz4"),
                 ImageDirectory.verify(dir, Arch.X86_64).problems());
 
         Path sums = dir.resolve(ImageDirectory.SHA256SUMS);
