@@ -61,4 +61,17 @@ class GuestImageTest {
         assertTrue(e.getMessage().endsWith(". Build it with: ./qvm image build --arch x86_64 --out " + root),
                 e.getMessage());
     }
+
+    @Test
+    void anImageOfAnEarlierQvmIsRefusedAsSuchWithHowToRebuild() throws IOException {
+        Path dir = image();
+        Files.move(dir.resolve(GuestImage.INITRD), dir.resolve("initramfs.cpio.gz"));
+        Files.writeString(dir.resolve(GuestImage.SUMS), Files.readString(dir.resolve(GuestImage.SUMS))
+                .replace(GuestImage.INITRD, "initramfs.cpio.gz"));
+        HostSetupException e = assertThrows(HostSetupException.class, () -> GuestImage.load(root, Arch.X86_64));
+        assertEquals(HostSetupException.Problem.IMAGE_INVALID, e.problem());
+        assertEquals("the guest image at " + dir + " was built by an earlier qvm: its initramfs is initramfs.cpio.gz"
+                + " (gzip), and this qvm boots initramfs.cpio.lz4 (LZ4, since 2026-12-07). Build it with: ./qvm image"
+                + " build --arch x86_64 --out " + root, e.getMessage());
+    }
 }
