@@ -125,7 +125,7 @@ class MavenImageE2ETest {
     private static void pack(Path imageDir, Path zip) throws IOException {
         Files.createDirectories(zip.getParent());
         try (OutputStream file = Files.newOutputStream(zip); ZipOutputStream z = new ZipOutputStream(file)) {
-            z.setLevel(1); // the initramfs is gzip already
+            z.setLevel(1); // the initramfs is compressed already (LZ4)
             List<String> names = new ArrayList<>(ImageArtifact.REQUIRED);
             names.addAll(ImageArtifact.OPTIONAL);
             for (String name : names) {

@@ -34,7 +34,7 @@ import java.util.function.Consumer;
  * </pre>
  *
  * <p>The same lock and worker jar give a bit-identical {@code initramfs.cpio.lz4} on any host with
- * a JDK 17 jlink (no apt, dpkg or /etc/apt needed: {@link PackageStore}; the deflate streams come
+ * a JDK 17 jlink (no apt, dpkg or /etc/apt needed: {@link PackageStore}; jlink's deflate stream comes
  * from the JDK's zlib, see adr/0010 for the one caveat): every
  * input is pinned by hash, archive entries are sorted with fixed metadata (see
  * {@link CpioWriter}), and nothing time- or host-dependent is written (the mtime is

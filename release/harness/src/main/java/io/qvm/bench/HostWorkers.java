@@ -199,7 +199,8 @@ final class HostWorkers {
 
     /** Extracts an LZ4-compressed (the kernel's legacy format) cpio "newc" archive (files, directories, symlinks) under {@code dir}. */
     static void extractNewc(Path archive, Path dir) throws IOException {
-        try (InputStream in = new BufferedInputStream(new Lz4LegacyInputStream(Files.newInputStream(archive)), 1 << 16)) {
+        try (InputStream file = Files.newInputStream(archive);
+                InputStream in = new BufferedInputStream(new Lz4LegacyInputStream(file), 1 << 16)) {
             while (true) {
                 byte[] h = in.readNBytes(110);
                 if (h.length < 110) {

@@ -22,7 +22,7 @@ import java.util.function.Consumer;
 
 /**
  * An {@link ImageFactory} for tests: in milliseconds it builds an image directory with the real
- * layout — a real gzip'd cpio initramfs (written by initramfs-build's {@link InitramfsArchive})
+ * layout — a real LZ4-compressed cpio initramfs (written by initramfs-build's {@link InitramfsArchive})
  * holding a worker jar with its BOM at the real path, a manifest naming the lock's packages,
  * {@code SHA256SUMS} — and extracted package trees whose copyright files are DEP-5 (busybox-static's
  * is free-form, libgcc-s1's doc directory is a symlink to gcc-12-base's, as in Debian).

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The worker's BOM read out of an image's initramfs (a real gzip'd cpio): only from the jar the
+ * The worker's BOM read out of an image's initramfs (a real LZ4-compressed cpio): only from the jar the
  * manifest names, and a jar without a BOM is refused with how to get one.
  */
 @Tag("unit")
