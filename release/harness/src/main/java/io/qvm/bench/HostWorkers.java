@@ -199,8 +199,8 @@ final class HostWorkers {
 
     /** Extracts an LZ4-compressed (the kernel's legacy format) cpio "newc" archive (files, directories, symlinks) under {@code dir}. */
     static void extractNewc(Path archive, Path dir) throws IOException {
-        try (InputStream file = Files.newInputStream(archive);
-                InputStream in = new BufferedInputStream(new Lz4LegacyInputStream(file), 1 << 16)) {
+        try (InputStream file = new BufferedInputStream(Files.newInputStream(archive), 1 << 16);
+                InputStream in = new Lz4LegacyInputStream(file)) { // it hands out whole 8 MiB chunks
             while (true) {
                 byte[] h = in.readNBytes(110);
                 if (h.length < 110) {

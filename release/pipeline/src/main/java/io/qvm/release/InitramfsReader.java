@@ -84,7 +84,7 @@ public final class InitramfsReader {
     private static CpioArchiveInputStream open(Path lz4) throws IOException {
         InputStream in = new BufferedInputStream(Files.newInputStream(lz4), 1 << 16);
         try {
-            return new CpioArchiveInputStream(new BufferedInputStream(new Lz4LegacyInputStream(in), 1 << 16));
+            return new CpioArchiveInputStream(new Lz4LegacyInputStream(in)); // it hands out whole 8 MiB chunks
         } catch (IOException e) {
             in.close();
             throw new IOException(lz4 + " is not an LZ4-compressed archive: " + e.getMessage(), e);
