@@ -86,6 +86,35 @@ public record MachineProfile(String machine, String cpu, String accel, String co
         return role instanceof VmRole.Clone ? accel.replace("thread=multi", "thread=single") : accel;
     }
 
+    /**
+     * The guest kernel's own words for this machine, which go on its command line before qvm's
+     * ({@link QemuCommand#kernelCommandLine}): {@value #TCG_TIMERS} for a guest under TCG (x86_64
+     * or aarch64), nothing otherwise.
+     *
+     * <p>Why: gVisor's runsc in every Debian suite (release-20240729) runs, in each systrap sandbox,
+     * a goroutine that sleeps 400 µs in a loop for the sandbox's life (its fast-path monitor;
+     * upstream stopped it in 2026, no Debian runsc has that). With high-resolution timers each of
+     * those 2 500 wakes a second is a timer interrupt, a context switch and a few syscalls, which
+     * under TCG cost tens of µs of emulated CPU each: a cold-booted sandbox took 50–55 % of a host
+     * core doing nothing, and a JVM run beside a plain 400 µs sleeper loop (outside gVisor) took
+     * 8.1–8.5 s instead of 6.1 s (docs/measured.md, 2026-12-07). Without high-resolution timers
+     * the kernel rounds such sleeps up to its tick (4 ms at Debian's {@code HZ=250}), so the loop
+     * wakes a tenth as often: cold boots took 21.9–25.5 s to READY against 26.8–27.8 s, the
+     * worker's warm-up 7.6–8.7 s against 11.4–11.7 s, and an idle running sandbox 35–41 % of a
+     * core against 53 %. What it costs: sleeps and timeouts in the guest wake on the tick, up to
+     * 4 ms late; I/O (the worker's frames) still wakes its reader at once. The aarch64 guest,
+     * emulated on this x86_64 host, gained more: 32.6 and 32.9 s to READY against 56.9 s (its
+     * other boot without it crashed, the known aarch64 TCG crash), an idle sandbox 18–19 % of a
+     * core against 41 %. Hardware accelerators keep high-resolution timers: there a wake costs
+     * microseconds (an estimate, untested on a real host).
+     */
+    public List<String> kernelWords() {
+        return accel.startsWith("tcg") ? List.of(TCG_TIMERS) : List.of();
+    }
+
+    /** {@link #kernelWords()} of a guest under TCG: timers on the kernel's tick only. */
+    public static final String TCG_TIMERS = "highres=off";
+
     /** microvm, as verified here: ISA serial for the console, RTC for the clock, no option ROMs, no USB. */
     public static final String MICROVM = "microvm,x-option-roms=off,isa-serial=on,rtc=on,usb=off";
     /** The TCG translation cache cap in MiB (see {@link #accel}). */

@@ -250,8 +250,9 @@ public final class QemuCommand {
     }
 
     /**
-     * The kernel command line, per CONTRACTS.md: the console, {@code panic=-1}, and the
-     * {@code qvm.*} keys the guest init reads ({@link KernelCommandLine}).
+     * The kernel command line, per CONTRACTS.md: the console, {@code panic=-1}, the machine's
+     * own words ({@link MachineProfile#kernelWords()}), and the {@code qvm.*} keys the guest init
+     * reads ({@link KernelCommandLine}).
      */
     public static String kernelCommandLine(MachineProfile p, SandboxConfig c, GuestTransport t) {
         return kernelCommandLine(p, c, t, false);
@@ -261,6 +262,9 @@ public final class QemuCommand {
     public static String kernelCommandLine(MachineProfile p, SandboxConfig c, GuestTransport t, boolean makeClassArchive) {
         StringBuilder sb = new StringBuilder();
         sb.append("console=").append(p.consoleDevice()).append(" panic=-1");
+        for (String w : p.kernelWords()) {
+            sb.append(' ').append(w);
+        }
         if (t instanceof GuestTransport.Serial) {
             word(sb, Key.TRANSPORT, KernelCommandLine.TRANSPORT_SERIAL);
             word(sb, Key.PORT, GuestTransport.PORT_NAME);

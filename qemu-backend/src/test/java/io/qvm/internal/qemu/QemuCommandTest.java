@@ -161,7 +161,7 @@ class QemuCommandTest {
         List<String> argv = QemuCommand.build(linuxTcg().config(c).build());
         assertEquals("4", after(argv, "-smp"));
         assertEquals("3000M", after(argv, "-m"));
-        assertEquals("console=ttyS0 panic=-1 qvm.transport=serial qvm.port=qvm.worker qvm.control_port=qvm.control"
+        assertEquals("console=ttyS0 panic=-1 highres=off qvm.transport=serial qvm.port=qvm.worker qvm.control_port=qvm.control"
                 + " qvm.events_port=qvm.events qvm.xmx_mib="
                 + (3000 - 384 - 200) + " qvm.cpus=4 qvm.tmp_mib=200 qvm.platform=ptrace", after(argv, "-append"));
     }
@@ -188,6 +188,43 @@ class QemuCommandTest {
                     e.getKey());
             assertTrue(Set.of(KernelCommandLine.TRANSPORT_SERIAL, KernelCommandLine.TRANSPORT_VSOCK)
                     .contains(keys.get(KernelCommandLine.Key.TRANSPORT.key())), e.getKey());
+        }
+    }
+
+    /**
+     * Timers on the tick only go to a guest under TCG, whatever the host and the guest's
+     * architecture: a hardware accelerator's guest keeps high-resolution timers.
+     */
+    @Test
+    void onlyAGuestUnderTcgLosesHighResolutionTimers() {
+        Map<String, Boolean> expected = Map.of(
+                "linux-x86_64-tcg", true,
+                "linux-x86_64-tcg-template", true,
+                "macos-aarch64-host-x86_64-guest-tcg", true,
+                "linux-x86_64-kvm", false,
+                "linux-x86_64-kvm-vsock", false,
+                "macos-x86_64-hvf", false,
+                "windows-x86_64-whpx", false,
+                "macos-aarch64-hvf", false,
+                "linux-aarch64-kvm", false,
+                "linux-x86_64-host-aarch64-guest-tcg", true);
+        Map<String, QemuCommandInput> cases = GoldenCases.all();
+        for (Map.Entry<String, Boolean> e : expected.entrySet()) {
+            QemuCommandInput in = cases.get(e.getKey());
+            assertTrue(in != null, "no golden case " + e.getKey());
+            List<String> words = Arrays.asList(after(QemuCommand.build(in), "-append").split(" "));
+            assertEquals(e.getValue(), words.contains(MachineProfile.TCG_TIMERS), e.getKey() + ": " + words);
+            if (e.getValue()) {
+                // The kernel's own words come before qvm's keys (CONTRACTS.md).
+                assertEquals(2, words.indexOf(MachineProfile.TCG_TIMERS), e.getKey() + ": " + words);
+            }
+        }
+        // Every TCG boot among the golden cases has it (a clone has no command line).
+        for (Map.Entry<String, QemuCommandInput> e : cases.entrySet()) {
+            List<String> argv = QemuCommand.build(e.getValue());
+            if (argv.contains("-append") && after(argv, "-accel").startsWith("tcg")) {
+                assertTrue(Arrays.asList(after(argv, "-append").split(" ")).contains(MachineProfile.TCG_TIMERS), e.getKey());
+            }
         }
     }
 
