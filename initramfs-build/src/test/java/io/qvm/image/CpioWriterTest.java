@@ -39,10 +39,7 @@ class CpioWriterTest {
         // the LZ4 legacy magic, little-endian; a chunk size of 0 ends it; a whole number of 4-byte words
         assertEquals(List.of(0x02, 0x21, 0x4c, 0x18), List.of(lz[0] & 0xff, lz[1] & 0xff, lz[2] & 0xff, lz[3] & 0xff));
         assertEquals(0, lz.length % 4);
-        int p = 4;
-        while (le32(lz, p) != 0) {
-            p += 4 + le32(lz, p); // a chunk: its compressed size, then its block
-        }
+        int p = Lz4LegacyTest.endOfChunks(lz);
         assertTrue(lz.length - (p + 4) < 4, "after the end mark only the padding: " + (lz.length - p - 4) + " bytes");
     }
 
@@ -155,9 +152,5 @@ class CpioWriterTest {
 
     private static int align(int x) {
         return (x + 3) & ~3;
-    }
-
-    private static int le32(byte[] b, int p) {
-        return (b[p] & 0xff) | (b[p + 1] & 0xff) << 8 | (b[p + 2] & 0xff) << 16 | (b[p + 3] & 0xff) << 24;
     }
 }

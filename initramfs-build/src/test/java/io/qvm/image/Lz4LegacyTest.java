@@ -235,7 +235,8 @@ class Lz4LegacyTest {
         return out;
     }
 
-    private static int endOfChunks(byte[] packed) {
+    /** Where the end mark (a chunk size of 0) of a packed stream starts; CpioWriterTest uses it too. */
+    static int endOfChunks(byte[] packed) {
         int p = 4;
         while (le32(packed, p) != 0) {
             p += 4 + le32(packed, p);
