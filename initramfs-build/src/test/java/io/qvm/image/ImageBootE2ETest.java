@@ -56,6 +56,9 @@ class ImageBootE2ETest {
             "        + \" maxMemMiB=\" + (Runtime.getRuntime().maxMemory() >> 20)",
             "        + \" cpus=\" + Runtime.getRuntime().availableProcessors()",
             "        + \" tmp=\" + new File(\"/tmp\").getTotalSpace()",
+            "        + \" jit=\" + java.util.Arrays.stream(new String(java.nio.file.Files.readAllBytes(",
+            "            java.nio.file.Path.of(\"/proc/self/cmdline\"))).split(\"\\0\"))",
+            "            .filter(x -> x.startsWith(\"-XX:TieredStopAtLevel=\")).findFirst().orElse(\"none\")",
             "        + \" font=\" + new java.awt.Font(java.awt.Font.SERIF, java.awt.Font.PLAIN, 12)",
             "            .getFamily());",
             "    OutputStream out = System.out;",
@@ -114,7 +117,7 @@ class ImageBootE2ETest {
                 "-display", "none", "-serial", "file:" + console,
                 "-kernel", a.dir().resolve(ImageBuilder.VMLINUZ).toString(),
                 "-initrd", a.dir().resolve(ImageBuilder.INITRAMFS).toString(),
-                "-append", "console=ttyS0 panic=-1 qvm.xmx_mib=200 qvm.cpus=2 qvm.tmp_mib=40",
+                "-append", "console=ttyS0 panic=-1 qvm.xmx_mib=200 qvm.cpus=2 qvm.tmp_mib=40 qvm.jit=c1",
                 "-device", "virtio-serial-pci",
                 "-chardev", "socket,id=qvmw,path=" + sock + ",server=on,wait=off",
                 "-device", "virtserialport,chardev=qvmw,name=qvm.worker",
@@ -148,14 +151,15 @@ class ImageBootE2ETest {
         assertEquals(List.of("init", "modules", "rootfs", "port", "runsc", "worker-exit", "poweroff"), phases,
                 lines + "\n" + tail(console));
         assertTrue(lines.get(5).startsWith("qvm: phase=worker-exit status=0 uptime="), lines.get(5));
-        Matcher w = Pattern.compile("echo-worker: user=(\\S+) maxMemMiB=(\\d+) cpus=(\\d+) tmp=(\\d+) font=(.+)")
+        Matcher w = Pattern.compile("echo-worker: user=(\\S+) maxMemMiB=(\\d+) cpus=(\\d+) tmp=(\\d+) jit=(\\S+) font=(.+)")
                 .matcher(log);
         assertTrue(w.find(), tail(console));
         assertEquals("nobody", w.group(1));
         assertTrue(Integer.parseInt(w.group(2)) <= 200, "heap above qvm.xmx_mib: " + w.group(2));
         assertEquals("2", w.group(3));
         assertEquals(40L << 20, Long.parseLong(w.group(4)), "/tmp size from qvm.tmp_mib");
-        assertEquals("Serif", w.group(5).trim());
+        assertEquals("-XX:TieredStopAtLevel=1", w.group(5), "the JVM's compilers from qvm.jit");
+        assertEquals("Serif", w.group(6).trim());
     }
 
     /** Connects to the worker's port once QEMU has made its socket; fails at once if QEMU exits. */

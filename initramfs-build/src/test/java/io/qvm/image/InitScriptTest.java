@@ -145,6 +145,10 @@ class InitScriptTest {
         assertTrue(INIT.contains("s/" + OciConfig.XMX_PLACEHOLDER + "/$XMX/g"));
         assertTrue(INIT.contains("s/" + OciConfig.CPUS_PLACEHOLDER + "/$CPUS/g"));
         assertTrue(INIT.contains("s/" + OciConfig.TMP_PLACEHOLDER + "/$TMP/g"));
+        assertTrue(INIT.contains("s/" + OciConfig.JIT_LEVEL_PLACEHOLDER + "/$JIT_LEVEL/g"));
+        assertTrue(INIT.contains("    " + KernelCommandLine.JIT_TIERED + ") JIT_LEVEL=" + OciConfig.JIT_LEVEL_TIERED + " ;;\n"
+                + "    " + KernelCommandLine.JIT_C1 + ") JIT_LEVEL=" + OciConfig.JIT_LEVEL_C1 + " ;;\n"
+                + "    *) fail \"" + Key.JIT.key() + "=$JIT: expected tiered or c1\" ;;\n"), "qvm.jit is checked, fails closed");
         assertTrue(INIT.contains("/bundle/" + BundleBuilder.TEMPLATE));
         assertTrue(INIT.contains("--network=none"));
         assertTrue(INIT.contains(" --oci-seccomp\n"), "runsc enforces the bundle's seccomp profile");

@@ -19,14 +19,16 @@ import java.util.List;
  * {@code linux.seccomp} ({@link SeccompProfile}, enforced with runsc's {@code --oci-seccomp}). The
  * process is
  * <pre>
- *   /opt/qvm/jre/bin/java -Xmx&lt;N&gt;m -XX:ActiveProcessorCount=&lt;C&gt; -XX:+UseSerialGC ...
+ *   /opt/qvm/jre/bin/java -Xmx&lt;N&gt;m -XX:ActiveProcessorCount=&lt;C&gt; -XX:+UseSerialGC
+ *       -XX:TieredStopAtLevel=&lt;L&gt; ...
  *       -jar /opt/qvm/renderer-worker.jar
  * </pre>
  *
  * <p>The limits are only known at boot (kernel command line), so the image carries
- * {@link #template()} — this same document with {@code @QVM_XMX_MIB@}, {@code @QVM_CPUS@} and
- * {@code @QVM_TMP_MIB@} in place of the numbers — and the guest init substitutes them with
- * {@code sed}. {@link #forLimits(WorkerLimits)} is what that substitution yields for given limits.
+ * {@link #template()} — this same document with {@code @QVM_XMX_MIB@}, {@code @QVM_CPUS@},
+ * {@code @QVM_TMP_MIB@} and {@code @QVM_JIT_LEVEL@} in place of the numbers — and the guest init
+ * substitutes them with {@code sed}. {@link #forLimits(WorkerLimits, int)} is what that
+ * substitution yields for given limits and JIT level.
  */
 public final class OciConfig {
     /** Where the JRE lives inside the bundle's root filesystem. */
@@ -46,6 +48,12 @@ public final class OciConfig {
     public static final String XMX_PLACEHOLDER = "@QVM_XMX_MIB@";
     public static final String CPUS_PLACEHOLDER = "@QVM_CPUS@";
     public static final String TMP_PLACEHOLDER = "@QVM_TMP_MIB@";
+    /** The worker JVM's {@code -XX:TieredStopAtLevel}, filled in at boot from {@code qvm.jit}. */
+    public static final String JIT_LEVEL_PLACEHOLDER = "@QVM_JIT_LEVEL@";
+    /** {@code -XX:TieredStopAtLevel} for {@code qvm.jit=tiered}: C1, then C2 (HotSpot's default). */
+    public static final int JIT_LEVEL_TIERED = 4;
+    /** {@code -XX:TieredStopAtLevel} for {@code qvm.jit=c1}: C1 without profiling, no C2 (adr/0019). */
+    public static final int JIT_LEVEL_C1 = 1;
 
     /** The nobody user and group. */
     public static final int UID = 65534;
@@ -56,10 +64,13 @@ public final class OciConfig {
     private OciConfig() {
     }
 
-    /** config.json for these limits, exactly as the guest init produces it from the template. */
-    public static String forLimits(WorkerLimits limits) {
+    /**
+     * config.json for these limits and {@code -XX:TieredStopAtLevel} ({@link #JIT_LEVEL_TIERED} or
+     * {@link #JIT_LEVEL_C1}), exactly as the guest init produces it from the template.
+     */
+    public static String forLimits(WorkerLimits limits, int jitLevel) {
         return render(limits, Integer.toString(limits.xmxMib()), Integer.toString(limits.cpus()),
-                Integer.toString(limits.tmpMib()));
+                Integer.toString(limits.tmpMib()), Integer.toString(jitLevel));
     }
 
     /**
@@ -67,16 +78,17 @@ public final class OciConfig {
      * from {@code fixed}).
      */
     public static String template(WorkerLimits fixed) {
-        return render(fixed, XMX_PLACEHOLDER, CPUS_PLACEHOLDER, TMP_PLACEHOLDER);
+        return render(fixed, XMX_PLACEHOLDER, CPUS_PLACEHOLDER, TMP_PLACEHOLDER, JIT_LEVEL_PLACEHOLDER);
     }
 
     /** The worker's command line, with the given (possibly placeholder) values. */
-    public static List<String> args(String xmxMib, String cpus) {
+    public static List<String> args(String xmxMib, String cpus, String jitLevel) {
         List<String> args = new ArrayList<>();
         args.add(JAVA);
         args.add("-Xmx" + xmxMib + "m");
         args.add("-XX:ActiveProcessorCount=" + cpus);
         args.add("-XX:+UseSerialGC");
+        args.add("-XX:TieredStopAtLevel=" + jitLevel);
         args.add("-XX:-UsePerfData");
         args.add("-XX:+ExitOnOutOfMemoryError");
         args.add("-XX:SharedArchiveFile=" + CLASS_ARCHIVE);
@@ -97,7 +109,7 @@ public final class OciConfig {
         return args;
     }
 
-    private static String render(WorkerLimits fixed, String xmx, String cpus, String tmp) {
+    private static String render(WorkerLimits fixed, String xmx, String cpus, String tmp, String jitLevel) {
         ObjectNode root = MAPPER.createObjectNode();
         root.put("ociVersion", "1.0.2");
 
@@ -108,7 +120,7 @@ public final class OciConfig {
         user.put("gid", GID);
         user.putArray("additionalGids");
         ArrayNode args = process.putArray("args");
-        args(xmx, cpus).forEach(args::add);
+        args(xmx, cpus, jitLevel).forEach(args::add);
         ArrayNode env = process.putArray("env");
         env.add("PATH=" + JAVA_HOME + "/bin:/usr/bin:/bin");
         env.add("JAVA_HOME=" + JAVA_HOME);

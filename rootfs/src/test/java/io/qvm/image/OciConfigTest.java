@@ -18,13 +18,14 @@ class OciConfigTest {
     @Test
     void generatedConfigCarriesTheLimitsItWasGiven() throws Exception {
         WorkerLimits limits = new WorkerLimits(384, 3, 48, 512, 128);
-        JsonNode c = MAPPER.readTree(OciConfig.forLimits(limits));
+        JsonNode c = MAPPER.readTree(OciConfig.forLimits(limits, OciConfig.JIT_LEVEL_TIERED));
 
         List<String> args = new ArrayList<>();
         c.path("process").path("args").forEach(a -> args.add(a.asText()));
         assertTrue(args.contains("-Xmx384m"), args.toString());
         assertTrue(args.contains("-XX:ActiveProcessorCount=3"), args.toString());
         assertTrue(args.contains("-XX:+UseSerialGC"), args.toString());
+        assertTrue(args.contains("-XX:TieredStopAtLevel=4"), args.toString());
         assertEquals(OciConfig.JAVA_HOME + "/bin/java", args.get(0));
         assertEquals(List.of("-jar", OciConfig.WORKER_JAR), args.subList(args.size() - 2, args.size()));
 
@@ -54,7 +55,7 @@ class OciConfigTest {
      */
     @Test
     void seccompDeniesByDefaultAndAllowsOnlyTheWorkersCalls() throws Exception {
-        JsonNode s = MAPPER.readTree(OciConfig.forLimits(WorkerLimits.DEFAULTS)).path("linux").path("seccomp");
+        JsonNode s = MAPPER.readTree(OciConfig.forLimits(WorkerLimits.DEFAULTS, OciConfig.JIT_LEVEL_TIERED)).path("linux").path("seccomp");
         assertEquals("SCMP_ACT_ERRNO", s.path("defaultAction").asText(), s.toString());
         List<String> allowed = new ArrayList<>();
         JsonNode socketRule = null;
@@ -89,7 +90,7 @@ class OciConfigTest {
 
     @Test
     void configIsTight() throws Exception {
-        JsonNode c = MAPPER.readTree(OciConfig.forLimits(WorkerLimits.DEFAULTS));
+        JsonNode c = MAPPER.readTree(OciConfig.forLimits(WorkerLimits.DEFAULTS, OciConfig.JIT_LEVEL_TIERED));
         assertEquals("1.0.2", c.path("ociVersion").asText());
         assertFalse(c.path("process").path("terminal").asBoolean(true));
         assertTrue(c.path("root").path("readonly").asBoolean());
@@ -112,8 +113,10 @@ class OciConfigTest {
         String filled = OciConfig.template(limits)
                 .replace(OciConfig.XMX_PLACEHOLDER, "700")
                 .replace(OciConfig.CPUS_PLACEHOLDER, "2")
-                .replace(OciConfig.TMP_PLACEHOLDER, "100");
-        assertEquals(OciConfig.forLimits(limits), filled);
+                .replace(OciConfig.TMP_PLACEHOLDER, "100")
+                .replace(OciConfig.JIT_LEVEL_PLACEHOLDER, "1");
+        assertEquals(OciConfig.forLimits(limits, OciConfig.JIT_LEVEL_C1), filled);
+        assertTrue(filled.contains("\"-XX:TieredStopAtLevel=1\""), filled);
     }
 
     @Test

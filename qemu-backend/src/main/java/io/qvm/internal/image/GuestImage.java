@@ -28,8 +28,6 @@ public record GuestImage(Arch arch, Path dir, ImageManifest manifest, Map<String
     public static final String INITRD = ImageDirectory.INITRAMFS;
     public static final String MANIFEST = ImageDirectory.MANIFEST;
     public static final String SUMS = ImageDirectory.SHA256SUMS;
-    /** The initramfs of an image built by a qvm before 2026-12-07 (gzip; adr/0002), which this one cannot boot. */
-    static final String GZIP_INITRD = "initramfs.cpio.gz";
 
     public GuestImage {
         sha256 = Map.copyOf(sha256);
@@ -77,12 +75,7 @@ public record GuestImage(Arch arch, Path dir, ImageManifest manifest, Map<String
         }
         ImageDirectory.Verified v = ImageDirectory.verify(dir, arch);
         if (!v.ok()) {
-            String why = v.problems().get(0);
-            if (Files.isRegularFile(dir.resolve(GZIP_INITRD)) && !Files.exists(dir.resolve(INITRD))) {
-                why = "the guest image at " + dir + " was built by an earlier qvm: its initramfs is " + GZIP_INITRD
-                        + " (gzip), and this qvm boots " + INITRD + " (LZ4, since 2026-12-07)";
-            }
-            throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, why + ". " + fix);
+            throw new HostSetupException(HostSetupException.Problem.IMAGE_INVALID, v.problems().get(0) + ". " + fix);
         }
         return new GuestImage(arch, dir, v.manifest().orElseThrow(), v.sha256());
     }

@@ -2,6 +2,7 @@ package io.qvm.internal.probe;
 
 import io.qvm.protocol.image.Arch;
 import io.qvm.internal.qemu.MachineProfile;
+import io.qvm.internal.qemu.QemuCommand;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -67,7 +68,7 @@ public sealed interface ProbeGuest permits ProbeGuest.KernelGuest, ProbeGuest.Bo
                 a.add(i.toString());
             });
             a.add("-append");
-            a.add("console=" + profile.consoleDevice() + " panic=-1");
+            a.add(QemuCommand.kernelBase(profile));
             return a;
         }
 

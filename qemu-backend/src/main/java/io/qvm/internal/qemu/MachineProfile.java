@@ -3,6 +3,7 @@ package io.qvm.internal.qemu;
 import io.qvm.HostSetupException;
 import io.qvm.Accelerator;
 import io.qvm.protocol.image.Arch;
+import io.qvm.protocol.image.KernelCommandLine;
 import io.qvm.internal.host.HostOs;
 import io.qvm.internal.host.QemuCapabilities;
 import io.qvm.internal.host.QemuVersion;
@@ -114,6 +115,31 @@ public record MachineProfile(String machine, String cpu, String accel, String co
 
     /** {@link #kernelWords()} of a guest under TCG: timers on the kernel's tick only. */
     public static final String TCG_TIMERS = "highres=off";
+
+    /**
+     * The worker JVM's compilers ({@code qvm.jit}): {@link KernelCommandLine#JIT_C1} for a guest
+     * under TCG (x86_64 or aarch64), {@link KernelCommandLine#JIT_TIERED} (HotSpot's default) under
+     * a hardware accelerator (adr/0019).
+     *
+     * <p>Why (the cause as we read it; the compile log was not examined): a fresh clone restores
+     * a JVM whose hot methods the template's warm-up left in C1's profiling tier, with C2's
+     * compiles of them still to come. Every clone then runs that slower profiling code and pays
+     * those C2 compiles again, on an emulated CPU, and then throws them away with the VM. With C1
+     * only ({@code -XX:TieredStopAtLevel=1}), the template's warm-up leaves finished code that
+     * every clone uses as it is. Measured here (2026-12-07, TCG, QEMU 10.0.2, x86_64 guest,
+     * samples/hello.*, 5 fresh clones each, two pairs of runs, adr/0019): a clone's first SVG
+     * render 1.1–1.4 s against 2.9–3.3 s, its first PDF 0.7–1.0 s against 1.8–1.9 s; after the
+     * pool's canned warm-up 0.37–0.49 s against 1.06–1.29 s (SVG) and 0.24–0.32 s against
+     * 0.93–1.46 s (PDF), and that warm-up 3.2–4.4 s against 8.5–10.9 s; the
+     * template's warm-up 8.8–10.4 s against 17.9–20.8 s. A long-lived cold-booted sandbox rendered as fast or
+     * faster over its first 15 renders of each. What it may cost: a sandbox reused for many
+     * documents never gets C2's faster code; under TCG no loss was seen in 15 renders. Hardware
+     * accelerators keep tiered compilation, where a C2 compile costs what it does natively (an
+     * estimate; whether C1 only would help clones there too is untested on a real host).
+     */
+    public String workerJit() {
+        return accel.startsWith("tcg") ? KernelCommandLine.JIT_C1 : KernelCommandLine.JIT_TIERED;
+    }
 
     /** microvm, as verified here: ISA serial for the console, RTC for the clock, no option ROMs, no USB. */
     public static final String MICROVM = "microvm,x-option-roms=off,isa-serial=on,rtc=on,usb=off";

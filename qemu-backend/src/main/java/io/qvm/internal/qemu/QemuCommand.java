@@ -260,11 +260,7 @@ public final class QemuCommand {
 
     /** As above; with {@code makeClassArchive}, {@code qvm.class_archive=make} too (adr/0018). */
     public static String kernelCommandLine(MachineProfile p, SandboxConfig c, GuestTransport t, boolean makeClassArchive) {
-        StringBuilder sb = new StringBuilder();
-        sb.append("console=").append(p.consoleDevice()).append(" panic=-1");
-        for (String w : p.kernelWords()) {
-            sb.append(' ').append(w);
-        }
+        StringBuilder sb = new StringBuilder(kernelBase(p));
         if (t instanceof GuestTransport.Serial) {
             word(sb, Key.TRANSPORT, KernelCommandLine.TRANSPORT_SERIAL);
             word(sb, Key.PORT, GuestTransport.PORT_NAME);
@@ -278,9 +274,24 @@ public final class QemuCommand {
         word(sb, Key.CPUS, c.workerCpus());
         word(sb, Key.TMP_MIB, c.guestTmpMib());
         word(sb, Key.PLATFORM, c.runscPlatform().kernelValue());
+        word(sb, Key.JIT, p.workerJit());
         if (makeClassArchive) {
             word(sb, Key.CLASS_ARCHIVE, KernelCommandLine.CLASS_ARCHIVE_MAKE);
             word(sb, Key.CLASS_ARCHIVE_SECONDS, io.qvm.internal.image.ClassArchives.makeSeconds(c));
+        }
+        return sb.toString();
+    }
+
+    /**
+     * The words every guest of this machine boots with, qvm's or a probe's: the console,
+     * {@code panic=-1} (a panic ends QEMU, with {@code -no-reboot}) and {@link
+     * MachineProfile#kernelWords()}.
+     */
+    public static String kernelBase(MachineProfile p) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("console=").append(p.consoleDevice()).append(" panic=-1");
+        for (String w : p.kernelWords()) {
+            sb.append(' ').append(w);
         }
         return sb.toString();
     }

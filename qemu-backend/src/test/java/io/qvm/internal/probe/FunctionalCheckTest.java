@@ -5,6 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.qvm.Accelerator;
+import io.qvm.internal.host.HostOs;
+import io.qvm.internal.host.QemuVersion;
+import io.qvm.internal.qemu.MachineProfile;
+import io.qvm.internal.qemu.QemuCommand;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -28,6 +32,27 @@ class FunctionalCheckTest {
         HostInfo h = HostProbe.system().probe();
         Assumptions.assumeTrue(h.qemu(h.arch()).isPresent(), "no QEMU for the host architecture");
         return h;
+    }
+
+    /**
+     * A probe boots the kernel with the words qvm's own guests get (console, panic=-1, the
+     * machine's words): under TCG that includes highres=off, so the probe's boot takes what a
+     * sandbox's does, not the slower boot with high-resolution timers.
+     */
+    @Test
+    void aKernelProbeBootsWithTheMachinesOwnKernelWords() {
+        ProbeGuest guest = new ProbeGuest.KernelGuest(Path.of("/k/vmlinuz"), Optional.of(Path.of("/k/initrd")));
+        for (Accelerator a : List.of(Accelerator.TCG, Accelerator.KVM)) {
+            MachineProfile p = MachineProfile.select(HostOs.LINUX, Arch.X86_64, Arch.X86_64, a, QemuVersion.of("10.0.2"));
+            List<String> argv = guest.qemuArgs(p, Arch.X86_64, dir);
+            String append = argv.get(argv.indexOf("-append") + 1);
+            assertEquals(QemuCommand.kernelBase(p), append, a.toString());
+            assertTrue(append.startsWith("console=ttyS0 panic=-1"), append);
+            assertEquals(a == Accelerator.TCG, List.of(append.split(" ")).contains(MachineProfile.TCG_TIMERS), a + ": " + append);
+        }
+        MachineProfile arm = MachineProfile.select(HostOs.LINUX, Arch.X86_64, Arch.AARCH64, Accelerator.TCG, QemuVersion.of("10.0.2"));
+        List<String> argv = guest.qemuArgs(arm, Arch.AARCH64, dir);
+        assertEquals("console=ttyAMA0 panic=-1 " + MachineProfile.TCG_TIMERS, argv.get(argv.indexOf("-append") + 1));
     }
 
     @Test

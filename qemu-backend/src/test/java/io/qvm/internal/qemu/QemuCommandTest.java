@@ -163,7 +163,7 @@ class QemuCommandTest {
         assertEquals("3000M", after(argv, "-m"));
         assertEquals("console=ttyS0 panic=-1 highres=off qvm.transport=serial qvm.port=qvm.worker qvm.control_port=qvm.control"
                 + " qvm.events_port=qvm.events qvm.xmx_mib="
-                + (3000 - 384 - 200) + " qvm.cpus=4 qvm.tmp_mib=200 qvm.platform=ptrace", after(argv, "-append"));
+                + (3000 - 384 - 200) + " qvm.cpus=4 qvm.tmp_mib=200 qvm.platform=ptrace qvm.jit=c1", after(argv, "-append"));
     }
 
     /** The host side of the kernel command line contract: every qvm.* word names a key the init reads. */
@@ -192,11 +192,12 @@ class QemuCommandTest {
     }
 
     /**
-     * Timers on the tick only go to a guest under TCG, whatever the host and the guest's
-     * architecture: a hardware accelerator's guest keeps high-resolution timers.
+     * Timers on the tick only, and a worker JVM that compiles with C1 only, go to a guest under
+     * TCG, whatever the host and the guest's architecture: a hardware accelerator's guest keeps
+     * high-resolution timers and tiered compilation.
      */
     @Test
-    void onlyAGuestUnderTcgLosesHighResolutionTimers() {
+    void onlyAGuestUnderTcgLosesHighResolutionTimersAndC2() {
         Map<String, Boolean> expected = Map.of(
                 "linux-x86_64-tcg", true,
                 "linux-x86_64-tcg-template", true,
@@ -214,6 +215,9 @@ class QemuCommandTest {
             assertTrue(in != null, "no golden case " + e.getKey());
             List<String> words = Arrays.asList(after(QemuCommand.build(in), "-append").split(" "));
             assertEquals(e.getValue(), words.contains(MachineProfile.TCG_TIMERS), e.getKey() + ": " + words);
+            // ... and so does the worker JVM's C1-only compiling (adr/0019).
+            assertEquals(e.getValue() ? KernelCommandLine.JIT_C1 : KernelCommandLine.JIT_TIERED,
+                    KernelCommandLine.parse(String.join(" ", words)).get(KernelCommandLine.Key.JIT.key()), e.getKey() + ": " + words);
             if (e.getValue()) {
                 // The kernel's own words come before qvm's keys (CONTRACTS.md).
                 assertEquals(2, words.indexOf(MachineProfile.TCG_TIMERS), e.getKey() + ": " + words);

@@ -162,7 +162,9 @@ final class HostWorkers {
             extractNewc(initrd, root);
             Path bundle = root.resolve("bundle");
             String config = Files.readString(bundle.resolve("config.json.template"))
-                    .replace("@QVM_XMX_MIB@", "576").replace("@QVM_CPUS@", "2").replace("@QVM_TMP_MIB@", "64");
+                    .replace("@QVM_XMX_MIB@", "576").replace("@QVM_CPUS@", "2").replace("@QVM_TMP_MIB@", "64")
+                    // natively, the JVM's default compilers (the VM's TCG guests use C1 only: adr/0019)
+                    .replace("@QVM_JIT_LEVEL@", "4");
             Files.writeString(bundle.resolve("config.json"), config);
             Path state = Files.createDirectories(root.resolve("runsc-state"));
             Path err = root.resolve("runsc.err");

@@ -31,6 +31,11 @@ public final class ImageDirectory {
     public static final String CLASS_ARCHIVE = "/opt/qvm/worker.jsa";
     /** The same file as a path in the initramfs. */
     public static final String CLASS_ARCHIVE_IN_INITRAMFS = BUNDLE_ROOTFS + CLASS_ARCHIVE;
+    /**
+     * The initramfs of an image built by a qvm before 2026-12-07 (gzip; adr/0002), which this qvm
+     * cannot boot: {@link #verify} names it as such rather than only as a missing file.
+     */
+    public static final String OLD_GZIP_INITRAMFS = "initramfs.cpio.gz";
     /** The files {@value #SHA256SUMS} must list. */
     public static final List<String> FILES = List.of(KERNEL, INITRAMFS, MANIFEST);
 
@@ -45,7 +50,9 @@ public final class ImageDirectory {
      * @param sha256 file name → SHA-256 as listed in {@value #SHA256SUMS}
      * @param problems empty when every listed file exists inside the directory and matches its
      *     hash, the three files are listed, the manifest parses, names {@code arch} (or no arch)
-     *     and its {@code outputs} match the files; else one sentence per problem, in that order
+     *     and its {@code outputs} match the files; else one sentence per problem, in that order,
+     *     led by one that says so when the directory is an earlier qvm's image ({@value
+     *     #OLD_GZIP_INITRAMFS} where {@value #INITRAMFS} should be)
      */
     public record Verified(Path dir, Optional<ImageManifest> manifest, Map<String, String> sha256,
             List<String> problems) {
@@ -102,6 +109,11 @@ public final class ImageDirectory {
                 }
             }
         });
+        if (!problems.isEmpty() && Files.isRegularFile(dir.resolve(OLD_GZIP_INITRAMFS))
+                && !Files.exists(dir.resolve(INITRAMFS))) {
+            problems.add(0, "the guest image at " + dir + " was built by an earlier qvm: its initramfs is "
+                    + OLD_GZIP_INITRAMFS + " (gzip), and this qvm boots " + INITRAMFS + " (LZ4, since 2026-12-07)");
+        }
         return new Verified(dir, manifest, sums, problems);
     }
 

@@ -38,6 +38,15 @@ public final class KernelCommandLine {
     /** {@link Key#CLASS_ARCHIVE}: use the class archive if the initramfs holds one (the default). */
     public static final String CLASS_ARCHIVE_USE = "use";
 
+    /** {@link Key#JIT}: the worker JVM compiles with C1 and then C2, HotSpot's default. */
+    public static final String JIT_TIERED = "tiered";
+    /**
+     * {@link Key#JIT}: the worker JVM compiles with C1 only ({@code -XX:TieredStopAtLevel=1}), for
+     * guests under TCG, where C2's compiles and the profiling code before them cost more, in every
+     * fresh clone, than C2's code gives back (adr/0019).
+     */
+    public static final String JIT_C1 = "c1";
+
     /** One key, with the value the init assumes when the command line lacks it. */
     public enum Key {
         TRANSPORT("transport", TRANSPORT_SERIAL),
@@ -49,6 +58,8 @@ public final class KernelCommandLine {
         CPUS("cpus", "1"),
         TMP_MIB("tmp_mib", "64"),
         PLATFORM("platform", "systrap"),
+        /** The worker JVM's compilers: {@link #JIT_TIERED} or {@link #JIT_C1}. */
+        JIT("jit", JIT_TIERED),
         STDIO("stdio", "pipe"),
         ROOTFS("rootfs", "bind"),
         DEBUG("debug", "0"),

@@ -112,6 +112,30 @@ class ImageDirectoryTest {
                 ImageDirectory.verify(dir, Arch.X86_64).problems());
     }
 
+    /**
+     * An earlier qvm's image (gzip initramfs, listed in its SHA256SUMS) is named as such first, for
+     * every caller of the verifier (the backend, `qvm image verify`, the release gate, a zip's
+     * import); the generic problems follow. A stray old file beside a complete image is no problem.
+     */
+    @Test
+    void anEarlierQvmsImageIsNamedAsSuchFirst() throws IOException {
+        Path dir = image("x86_64");
+        Files.move(dir.resolve(ImageDirectory.INITRAMFS), dir.resolve(ImageDirectory.OLD_GZIP_INITRAMFS));
+        Path sums = dir.resolve(ImageDirectory.SHA256SUMS);
+        Files.writeString(sums, Files.readString(sums).replace(ImageDirectory.INITRAMFS, ImageDirectory.OLD_GZIP_INITRAMFS));
+        List<String> problems = ImageDirectory.verify(dir, Arch.X86_64).problems();
+        assertEquals("the guest image at " + dir + " was built by an earlier qvm: its initramfs is initramfs.cpio.gz"
+                + " (gzip), and this qvm boots initramfs.cpio.lz4 (LZ4, since 2026-12-07)", problems.get(0));
+        assertEquals(List.of("SHA256SUMS at " + dir + " does not list initramfs.cpio.lz4"), problems.subList(1, problems.size()));
+
+        Path complete = image("aarch64-beside");
+        Files.writeString(complete.resolve(ImageDirectory.OLD_GZIP_INITRAMFS), "left over");
+        Files.writeString(complete.resolve(ImageDirectory.MANIFEST), Files.readString(complete.resolve(ImageDirectory.MANIFEST))
+                .replace("aarch64-beside", "x86_64"));
+        writeSums(complete);
+        assertTrue(ImageDirectory.verify(complete, Arch.X86_64).ok(), ImageDirectory.verify(complete, Arch.X86_64).problems().toString());
+    }
+
     @Test
     void anImageForAnotherArchOrWithABrokenManifestIsRefused() throws IOException {
         Path dir = image("aarch64");
