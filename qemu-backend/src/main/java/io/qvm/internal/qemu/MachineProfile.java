@@ -110,7 +110,12 @@ public record MachineProfile(String machine, String cpu, String accel, String co
      * microseconds (an estimate, untested on a real host).
      */
     public List<String> kernelWords() {
-        return accel.startsWith("tcg") ? List.of(TCG_TIMERS) : List.of();
+        return underTcg() ? List.of(TCG_TIMERS) : List.of();
+    }
+
+    /** Whether the guest runs under TCG ({@link #accel} names it), whatever the host and guest architecture. */
+    private boolean underTcg() {
+        return accel.startsWith("tcg");
     }
 
     /** {@link #kernelWords()} of a guest under TCG: timers on the kernel's tick only. */
@@ -138,7 +143,7 @@ public record MachineProfile(String machine, String cpu, String accel, String co
      * estimate; whether C1 only would help clones there too is untested on a real host).
      */
     public String workerJit() {
-        return accel.startsWith("tcg") ? KernelCommandLine.JIT_C1 : KernelCommandLine.JIT_TIERED;
+        return underTcg() ? KernelCommandLine.JIT_C1 : KernelCommandLine.JIT_TIERED;
     }
 
     /** microvm, as verified here: ISA serial for the console, RTC for the clock, no option ROMs, no USB. */
