@@ -3,7 +3,9 @@ package io.qvm.bench;
 import io.qvm.protocol.Messages;
 import io.qvm.QemuVmBackend;
 import io.qvm.SandboxConfig;
+import io.qvm.image.BundleBuilder;
 import io.qvm.image.Lz4LegacyInputStream;
+import io.qvm.image.OciConfig;
 import io.qvm.protocol.Frame;
 import io.qvm.protocol.FrameKind;
 import io.qvm.protocol.FrameLimits;
@@ -161,10 +163,11 @@ final class HostWorkers {
                     .orElseThrow().qemuName()).resolve("initramfs.cpio.lz4");
             extractNewc(initrd, root);
             Path bundle = root.resolve("bundle");
-            String config = Files.readString(bundle.resolve("config.json.template"))
-                    .replace("@QVM_XMX_MIB@", "576").replace("@QVM_CPUS@", "2").replace("@QVM_TMP_MIB@", "64")
+            String config = Files.readString(bundle.resolve(BundleBuilder.TEMPLATE))
+                    .replace(OciConfig.XMX_PLACEHOLDER, "576").replace(OciConfig.CPUS_PLACEHOLDER, "2")
+                    .replace(OciConfig.TMP_PLACEHOLDER, "64")
                     // natively, the JVM's default compilers (the VM's TCG guests use C1 only: adr/0019)
-                    .replace("@QVM_JIT_LEVEL@", "4");
+                    .replace(OciConfig.JIT_LEVEL_PLACEHOLDER, Integer.toString(OciConfig.JIT_LEVEL_TIERED));
             Files.writeString(bundle.resolve("config.json"), config);
             Path state = Files.createDirectories(root.resolve("runsc-state"));
             Path err = root.resolve("runsc.err");
